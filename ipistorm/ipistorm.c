@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipistorm - storms of cross-CPU function calls.
+ *
+ * A superset of Anton Blanchard's ipistorm: the same parameters mean the
+ * same thing (numipi wait single offset mask delay cpulist timeout), plus
+ * targets, async, handler_ns, latency and background.
+ *
+ * One sender thread per CPU in cpulist, all released together, calls
+ *  - smp_call_function_single() on one target (single=1),
+ *  - smp_call_function_single_async() with its own csd (async=1),
+ *  - smp_call_function_many() on the CPUs in targets=, or
+ *  - smp_call_function() on every other online CPU (the default),
+ * either numipi times or, with numipi=0, for timeout seconds. insmod
+ * returns when the storm is over; the result stays in
+ * /sys/kernel/debug/ipistorm/result until rmmod.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/cpu.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/clock.h>
+#include <linux/smp.h>
+#include <linux/timex.h>
+
+#include "storm.h"
+
+static unsigned long numipi;
+module_param(numipi, ulong, 0444);
+MODULE_PARM_DESC(numipi, "Calls per sending CPU; 0 = timed run (default 0)");
+
+static unsigned long timeout = 30;
+module_param(timeout, ulong, 0444);
+MODULE_PARM_DESC(timeout, "Seconds to run when numipi=0 (default 30)");
+
+static bool wait = true;
+module_param(wait, bool, 0444);
+MODULE_PARM_DESC(wait, "Wait for each call to complete (default 1)");
+
+static bool single;
+module_param(single, bool, 0444);
+MODULE_PARM_DESC(single, "Call one target CPU instead of many (default 0)");
+
+static unsigned long offset = 1;
+module_param(offset, ulong, 0444);
+MODULE_PARM_DESC(offset, "single=1: target = (cpu + offset) mod nr_cpu_ids (default 1)");
+
+static unsigned long mask;
+module_param(mask, ulong, 0444);
+MODULE_PARM_DESC(mask, "single=1: offset only the CPU-number bits in mask (default 0, no mask)");
+
+static unsigned long delay;
+module_param(delay, ulong, 0444);
+MODULE_PARM_DESC(delay, "Microseconds to sleep between calls (default 0)");
+
+static char *cpulist;
+module_param(cpulist, charp, 0444);
+MODULE_PARM_DESC(cpulist, "Sending CPUs (default all online)");
+
+static char *targets;
+module_param(targets, charp, 0444);
+MODULE_PARM_DESC(targets, "single=0: target CPUs for smp_call_function_many (default all other online)");
+
+static bool async;
+module_param(async, bool, 0444);
+MODULE_PARM_DESC(async, "single target via smp_call_function_single_async (default 0)");
+
+static unsigned long handler_ns;
+module_param(handler_ns, ulong, 0444);
+MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns (default 0)");
+
+static bool latency = true;
+module_param(latency, bool, 0444);
+MODULE_PARM_DESC(latency, "Time every call into a histogram (default 1)");
+
+static bool background;
+module_param(background, bool, 0444);
+MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
+
+#define IPISTORM_MAX_HANDLER_NS	(1000UL * NSEC_PER_USEC)
+
+enum ipistorm_kind {
+	IPISTORM_ALL,		/* smp_call_function */
+	IPISTORM_MANY,		/* smp_call_function_many(targets) */
+	IPISTORM_SINGLE,	/* smp_call_function_single */
+	IPISTORM_ASYNC,		/* smp_call_function_single_async */
+};
+
+static const char * const ipistorm_kind_name[] = {
+	[IPISTORM_ALL]		= "all",
+	[IPISTORM_MANY]		= "many",
+	[IPISTORM_SINGLE]	= "single",
+	[IPISTORM_ASYNC]	= "async",
+};
+
+/* One per sending CPU, in that CPU's per-cpu area. */
+struct ipistorm_sender {
+	int cpu;
+	int target;			/* single and async */
+	struct task_struct *task;
+	u64 calls;
+	u64 errors;
+	int last_error;
+	u64 busy;			/* async: csd still in flight, retried */
+	u64 start_ns, end_ns;
+	/* async: written by the target's handler, read by the sender */
+	call_single_data_t csd;
+	u64 sent;
+	u64 completed ____cacheline_aligned_in_smp;
+	struct storm_hist hist ____cacheline_aligned_in_smp;
+};
+
+static enum ipistorm_kind kind;
+static struct ipistorm_sender __percpu *senders;
+static DEFINE_PER_CPU(u64, ipistorm_handled);
+static cpumask_var_t sender_mask, target_mask;
+static struct storm_ctl ctl;
+static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_hist *hist_total;
+static struct task_struct *controller;
+static struct dentry *debugfs_dir;
+static bool failed;
+
+static void ipistorm_handler(void *info)
+{
+	__this_cpu_inc(ipistorm_handled);
+	if (handler_ns) {
+		u64 end = local_clock() + handler_ns;
+
+		while (local_clock() < end)
+			cpu_relax();
+	}
+	if (info) {
+		struct ipistorm_sender *s = info;
+
+		/* async: tell the sender this call has run */
+		smp_store_release(&s->completed, s->completed + 1);
+	}
+}
+
+static void ipistorm_nop(void *info)
+{
+}
+
+static int ipistorm_call_async(struct ipistorm_sender *s)
+{
+	int ret;
+
+	/* The csd is ours to reuse once the kernel has unlocked it. */
+	while ((ret = smp_call_function_single_async(s->target, &s->csd)) ==
+	       -EBUSY) {
+		s->busy++;
+		cpu_relax();
+	}
+	if (ret)
+		return ret;
+	s->sent++;
+	if (wait)
+		while (smp_load_acquire(&s->completed) != s->sent)
+			cpu_relax();
+	return 0;
+}
+
+static int ipistorm_call(struct ipistorm_sender *s)
+{
+	switch (kind) {
+	case IPISTORM_SINGLE:
+		return smp_call_function_single(s->target, ipistorm_handler,
+						NULL, wait);
+	case IPISTORM_ASYNC:
+		return ipistorm_call_async(s);
+	case IPISTORM_MANY:
+		preempt_disable();
+		smp_call_function_many(target_mask, ipistorm_handler, NULL,
+				       wait);
+		preempt_enable();
+		return 0;
+	case IPISTORM_ALL:
+		smp_call_function(ipistorm_handler, NULL, wait);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The timed loop: no locks, allocations or printing in here. */
+static int ipistorm_sender_fn(void *arg)
+{
+	struct ipistorm_sender *s = arg;
+	u64 t0 = 0;
+	int ret;
+
+	storm_worker_ready(&ctl);
+	s->start_ns = ktime_get_ns();
+	while (!numipi || s->calls < numipi) {
+		if (storm_should_stop(&ctl))
+			break;
+		if (latency)
+			t0 = local_clock();
+		ret = ipistorm_call(s);
+		if (latency)
+			storm_hist_add(&s->hist, local_clock() - t0);
+		if (unlikely(ret)) {
+			/* e.g. the target went offline: stop, never hang */
+			s->errors++;
+			s->last_error = ret;
+			break;
+		}
+		s->calls++;
+		if (delay)
+			usleep_range(delay, delay + 1);
+		else
+			cond_resched();
+	}
+	s->end_ns = ktime_get_ns();
+	storm_worker_done(&ctl);
+
+	/* Stay until kthread_stop() so the controller owns our lifetime. */
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+static int ipistorm_target_of(int cpu)
+{
+	unsigned long t;
+
+	if (mask)
+		t = (cpu & ~mask) + ((cpu + offset) & mask);
+	else
+		t = cpu + offset;
+	return t % nr_cpu_ids;
+}
+
+static void ipistorm_print_params(void)
+{
+	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl kind=%s\n",
+		numipi, timeout, wait, single, async, offset, mask, delay,
+		handler_ns, latency, background, cpumask_pr_args(sender_mask),
+		cpumask_pr_args(target_mask), ipistorm_kind_name[kind]);
+}
+
+static int ipistorm_check_params(void)
+{
+	int cpu, ret;
+
+	ret = storm_parse_cpulist("cpulist", cpulist, sender_mask,
+				  cpu_online_mask);
+	if (ret)
+		return ret;
+	if (!numipi && !timeout) {
+		pr_err("numipi=0 and timeout=0: nothing bounds the storm\n");
+		return -EINVAL;
+	}
+	ret = storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
+	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
+	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
+	      storm_check_range("handler_ns", handler_ns,
+				IPISTORM_MAX_HANDLER_NS);
+	if (ret)
+		return ret;
+	if (async && !single) {
+		pr_err("async=1 needs single=1\n");
+		return -EINVAL;
+	}
+	if (single && targets && *targets) {
+		pr_err("targets= is for single=0; single=1 uses offset and mask\n");
+		return -EINVAL;
+	}
+
+	if (single) {
+		kind = async ? IPISTORM_ASYNC : IPISTORM_SINGLE;
+		cpumask_clear(target_mask);
+		for_each_cpu(cpu, sender_mask) {
+			int t = ipistorm_target_of(cpu);
+
+			if (t == cpu) {
+				pr_err("CPU %d would call itself (offset=%lu mask=%#lx)\n",
+				       cpu, offset, mask);
+				return -EINVAL;
+			}
+			if (!cpu_online(t)) {
+				pr_err("CPU %d -> target CPU %d is not online (offset=%lu mask=%#lx)\n",
+				       cpu, t, offset, mask);
+				return -EINVAL;
+			}
+			per_cpu_ptr(senders, cpu)->target = t;
+			cpumask_set_cpu(t, target_mask);
+		}
+		return 0;
+	}
+
+	if (!targets || !*targets) {
+		kind = IPISTORM_ALL;
+		cpumask_copy(target_mask, cpu_online_mask);
+		if (num_online_cpus() < 2) {
+			pr_err("single=0 needs a second online CPU\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+
+	kind = IPISTORM_MANY;
+	ret = storm_parse_cpulist("targets", targets, target_mask,
+				  cpu_online_mask);
+	if (ret)
+		return ret;
+	for_each_cpu(cpu, sender_mask) {
+		if (cpumask_weight(target_mask) == 1 &&
+		    cpumask_test_cpu(cpu, target_mask)) {
+			pr_err("targets=%s: CPU %d would only call itself\n",
+			       targets, cpu);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void ipistorm_print_results(void)
+{
+	struct storm_irqs d, sum;
+	u64 runtime = ctl.end_ns - ctl.start_ns;
+	u64 calls = 0;
+	int cpu;
+
+	for_each_cpu(cpu, sender_mask) {
+		struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
+		u64 ns = s->end_ns - s->start_ns;
+
+		storm_irqs_delta(irqs_before, irqs_after, cpu, &d);
+		calls += s->calls;
+		if (kind == IPISTORM_SINGLE || kind == IPISTORM_ASYNC)
+			pr_info("cpu %d -> %d: calls=%llu errors=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns CAL=%llu\n",
+				cpu, s->target, s->calls, s->errors, ns,
+				s->calls ? div64_u64(ns, s->calls) : 0,
+				storm_hist_min(&s->hist), s->hist.max_ns,
+				storm_irq_delta(irqs_after[s->target].cal,
+						irqs_before[s->target].cal));
+		else
+			pr_info("cpu %d -> %*pbl: calls=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns\n",
+				cpu, cpumask_pr_args(target_mask), s->calls, ns,
+				s->calls ? div64_u64(ns, s->calls) : 0,
+				storm_hist_min(&s->hist), s->hist.max_ns);
+		if (s->errors)
+			pr_err("cpu %d: call failed with %d\n", cpu,
+			       s->last_error);
+	}
+	storm_irqs_sum(irqs_before, irqs_after, cpu_online_mask, &sum);
+	pr_info("summary: senders=%u calls=%llu runtime=%llu ns calls_per_sec=%llu CAL=%llu RES=%llu TLB=%llu status=%s\n",
+		cpumask_weight(sender_mask), calls, runtime,
+		runtime ? div64_u64(calls * NSEC_PER_SEC, runtime) : 0,
+		sum.cal, sum.res, sum.tlb, storm_status(&ctl, failed));
+	storm_print_verdict(&ctl, failed);
+}
+
+static int ipistorm_result_show(struct seq_file *m, void *v)
+{
+	char name[32];
+	int cpu;
+
+	storm_show_header(m, "ipistorm", &ctl, failed);
+	seq_printf(m, "param.numipi: %lu\nparam.timeout: %lu\n"
+		   "param.wait: %d\nparam.single: %d\nparam.async: %d\n"
+		   "param.offset: %lu\nparam.mask: %lu\nparam.delay: %lu\n"
+		   "param.handler_ns: %lu\nparam.latency: %d\n"
+		   "param.background: %d\n",
+		   numipi, timeout, wait, single, async, offset, mask, delay,
+		   handler_ns, latency, background);
+	seq_printf(m, "param.cpulist: %*pbl\nparam.targets: %*pbl\n",
+		   cpumask_pr_args(sender_mask), cpumask_pr_args(target_mask));
+	seq_printf(m, "kind: %s\n", ipistorm_kind_name[kind]);
+
+	for_each_cpu(cpu, sender_mask) {
+		struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
+
+		if (kind == IPISTORM_SINGLE || kind == IPISTORM_ASYNC)
+			seq_printf(m, "sender.%d.target: %d\n", cpu, s->target);
+		else
+			seq_printf(m, "sender.%d.targets: %*pbl\n", cpu,
+				   cpumask_pr_args(target_mask));
+		seq_printf(m, "sender.%d.calls: %llu\n", cpu, s->calls);
+		seq_printf(m, "sender.%d.errors: %llu\n", cpu, s->errors);
+		seq_printf(m, "sender.%d.runtime_ns: %llu\n", cpu,
+			   s->end_ns - s->start_ns);
+		if (kind == IPISTORM_ASYNC)
+			seq_printf(m, "sender.%d.busy_retries: %llu\n", cpu,
+				   s->busy);
+		if (latency) {
+			snprintf(name, sizeof(name), "sender.%d.latency", cpu);
+			storm_hist_show(m, name, &s->hist);
+		}
+	}
+	if (latency)
+		storm_hist_show(m, "latency", hist_total);
+	for_each_online_cpu(cpu)
+		seq_printf(m, "handled.%d: %llu\n", cpu,
+			   per_cpu(ipistorm_handled, cpu));
+	storm_irqs_show(m, irqs_before, irqs_after);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipistorm_result);
+
+static void ipistorm_stop_senders(void)
+{
+	int cpu;
+
+	for_each_cpu(cpu, sender_mask)
+		storm_thread_stop(&per_cpu_ptr(senders, cpu)->task);
+}
+
+/*
+ * Make sure no call of ours is still queued or running anywhere before the
+ * results are read or the module goes away: with wait=0 the last calls may
+ * still sit in the targets' queues. A synchronous call to every CPU flushes
+ * their queues; the grace period covers handlers still on their way out.
+ */
+static void ipistorm_quiesce(void)
+{
+	int cpu;
+
+	if (kind == IPISTORM_ASYNC) {
+		for_each_cpu(cpu, sender_mask) {
+			struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
+
+			while (smp_load_acquire(&s->completed) != s->sent)
+				cpu_relax();
+		}
+	}
+	if (!wait || kind == IPISTORM_ASYNC) {
+		on_each_cpu(ipistorm_nop, NULL, 1);
+		synchronize_rcu();
+	}
+}
+
+/* Runs the storm from release to report; in insmod or in a kthread. */
+static int ipistorm_run(void *unused)
+{
+	int cpu;
+
+	storm_ctl_wait_ready(&ctl);
+	for_each_possible_cpu(cpu)
+		per_cpu(ipistorm_handled, cpu) = 0;
+	storm_irqs_snapshot(irqs_before);
+	storm_ctl_go(&ctl, numipi ? 0 : timeout);
+	storm_ctl_wait_done(&ctl);
+	storm_irqs_snapshot(irqs_after);
+	ipistorm_quiesce();
+	ipistorm_stop_senders();
+
+	for_each_cpu(cpu, sender_mask) {
+		struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
+
+		if (s->errors)
+			failed = true;
+		storm_hist_merge(hist_total, &s->hist);
+	}
+	ipistorm_print_results();
+	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("result", 0444, debugfs_dir, NULL,
+			    &ipistorm_result_fops);
+
+	/* In background mode, wait for rmmod to collect us. */
+	while (background && !kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+static void ipistorm_free(void)
+{
+	debugfs_remove_recursive(debugfs_dir);
+	kfree(hist_total);
+	kfree(irqs_after);
+	kfree(irqs_before);
+	free_percpu(senders);
+	free_cpumask_var(target_mask);
+	free_cpumask_var(sender_mask);
+}
+
+static int __init ipistorm_init(void)
+{
+	int cpu, ret = -ENOMEM;
+
+	if (!zalloc_cpumask_var(&sender_mask, GFP_KERNEL) ||
+	    !zalloc_cpumask_var(&target_mask, GFP_KERNEL))
+		goto err_free;
+	senders = alloc_percpu(struct ipistorm_sender);
+	irqs_before = storm_irqs_alloc();
+	irqs_after = storm_irqs_alloc();
+	hist_total = kmalloc(sizeof(*hist_total), GFP_KERNEL);
+	if (!senders || !irqs_before || !irqs_after || !hist_total)
+		goto err_free;
+	storm_hist_init(hist_total);
+
+	/* Hold off CPU hotplug while checking and binding to CPUs. */
+	cpus_read_lock();
+	ret = ipistorm_check_params();
+	if (ret) {
+		cpus_read_unlock();
+		goto err_free;
+	}
+	ipistorm_print_params();
+	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
+	for_each_cpu(cpu, sender_mask) {
+		struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
+
+		s->cpu = cpu;
+		storm_hist_init(&s->hist);
+		INIT_CSD(&s->csd, ipistorm_handler, s);
+		s->task = storm_thread_create(ipistorm_sender_fn, s, cpu,
+					      KBUILD_MODNAME);
+		if (IS_ERR(s->task)) {
+			ret = PTR_ERR(s->task);
+			s->task = NULL;
+			pr_err("cannot create the sender thread for CPU %d (%d)\n",
+			       cpu, ret);
+			cpus_read_unlock();
+			goto err_stop;
+		}
+	}
+	cpus_read_unlock();
+	for_each_cpu(cpu, sender_mask)
+		wake_up_process(per_cpu_ptr(senders, cpu)->task);
+
+	if (!background)
+		return ipistorm_run(NULL);
+
+	controller = kthread_run(ipistorm_run, NULL, KBUILD_MODNAME "/ctl");
+	if (IS_ERR(controller)) {
+		ret = PTR_ERR(controller);
+		controller = NULL;
+		goto err_stop;
+	}
+	get_task_struct(controller);
+	return 0;
+
+err_stop:
+	storm_ctl_stop(&ctl, true);
+	ipistorm_stop_senders();
+err_free:
+	ipistorm_free();
+	return ret;
+}
+
+static void __exit ipistorm_exit(void)
+{
+	if (controller) {
+		/* background storm still running: end it and report */
+		storm_ctl_stop(&ctl, true);
+		storm_thread_stop(&controller);
+	}
+	ipistorm_free();
+}
+
+module_init(ipistorm_init);
+module_exit(ipistorm_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Storms of cross-CPU function calls (IPIs)");
