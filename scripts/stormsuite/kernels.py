@@ -1,0 +1,93 @@
+"""Find a kernel to boot: a stock Debian series, a vmlinuz, or a built tree.
+
+Nothing here knows an exact Debian ABI version: "6.1" means the newest
+installed /boot/vmlinuz-6.1.*, whatever Debian's updates made it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+
+BOOT = pathlib.Path("/boot")
+MODULES = pathlib.Path("/lib/modules")
+
+
+class KernelNotFound(Exception):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    image: pathlib.Path        # what QEMU boots
+    release: str               # what `uname -r` says in the guest
+    kdir: pathlib.Path | None  # headers or build tree to build modules against
+    tree: pathlib.Path | None = None  # a built source tree, if that is what it is
+
+
+def _version_key(release: str) -> list[tuple[int, str]]:
+    return [(int(p), "") if p.isdigit() else (-1, p)
+            for p in re.split(r"[.+~-]", release)]
+
+
+def _release_of_tree(build: pathlib.Path) -> str | None:
+    uts = build / "include" / "generated" / "utsrelease.h"
+    if uts.is_file():
+        m = re.search(r'UTS_RELEASE "([^"]+)"', uts.read_text())
+        if m:
+            return m.group(1)
+    rel = build / "include" / "config" / "kernel.release"
+    if rel.is_file():
+        return rel.read_text().strip()
+    return None
+
+
+def installed_series(boot: pathlib.Path = BOOT) -> dict[str, list[str]]:
+    """Map "6.1" -> releases installed under /boot, newest first."""
+    series: dict[str, list[str]] = {}
+    for img in boot.glob("vmlinuz-*"):
+        release = img.name[len("vmlinuz-"):]
+        m = re.match(r"(\d+\.\d+)", release)
+        if m:
+            series.setdefault(m.group(1), []).append(release)
+    for rels in series.values():
+        rels.sort(key=_version_key, reverse=True)
+    return series
+
+
+def resolve(spec: str, boot: pathlib.Path = BOOT,
+            modules: pathlib.Path = MODULES) -> Kernel:
+    """spec: "6.1", "6.12", a vmlinuz path, or a built kernel tree."""
+    path = pathlib.Path(spec)
+    if path.is_dir():
+        image = path / "arch" / "x86" / "boot" / "bzImage"
+        release = _release_of_tree(path)
+        if not image.is_file() or not release:
+            raise KernelNotFound(
+                f"{spec}: not a built kernel tree (no arch/x86/boot/bzImage "
+                "or include/generated/utsrelease.h)")
+        return Kernel(image=image, release=release, kdir=path, tree=path)
+    if path.is_file():
+        release = path.name[len("vmlinuz-"):] \
+            if path.name.startswith("vmlinuz-") else ""
+        if not release:
+            raise KernelNotFound(
+                f"{spec}: cannot tell the release of this image; name it "
+                "vmlinuz-<release> or pass a built tree")
+        kdir = modules / release / "build"
+        return Kernel(image=path, release=release,
+                      kdir=kdir if kdir.exists() else None)
+    if re.fullmatch(r"\d+\.\d+", spec):
+        rels = installed_series(boot).get(spec)
+        if not rels:
+            have = ", ".join(sorted(installed_series(boot))) or "none"
+            raise KernelNotFound(
+                f"no Debian {spec} kernel in {boot} (installed: {have}); "
+                "run scripts/setup")
+        release = rels[0]
+        kdir = modules / release / "build"
+        return Kernel(image=boot / f"vmlinuz-{release}", release=release,
+                      kdir=kdir if kdir.exists() else None)
+    raise KernelNotFound(
+        f"{spec}: not a kernel series (6.1, 6.12), a vmlinuz or a built tree")

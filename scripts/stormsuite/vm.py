@@ -1,0 +1,223 @@
+"""storm vm: boot a kernel in a QEMU guest (virtme-ng) and run a command.
+
+The guest shares the host's root read-only, runs COMMAND as root in the
+repository, and may write only to results/ (and any --rwdir). The host
+reads the command's exit status and the guest's dmesg from a state
+directory the guest writes, so nothing depends on QEMU's own exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import REPO, dmesg, kernels
+
+EXIT_KERNEL_PROBLEM = 3     # the command passed but dmesg shows BUG/WARNING/...
+EXIT_TIMEOUT = 124          # as timeout(1)
+EXIT_NO_RUN = 125           # the guest never ran the command (boot failure)
+
+
+def venv_bin() -> pathlib.Path:
+    return REPO / ".venv" / "bin"
+
+
+def find_vng() -> str:
+    vng = venv_bin() / "vng"
+    if vng.exists():
+        return str(vng)
+    found = shutil.which("vng")
+    if not found:
+        raise SystemExit("storm vm: virtme-ng is not installed; run scripts/setup")
+    return found
+
+
+def build_modules(kernel: kernels.Kernel, quiet: bool) -> None:
+    """make the storms for this kernel (a no-op when up to date)."""
+    if kernel.kdir is None:
+        print(f"storm vm: no headers for {kernel.release}; using build/"
+              f"{kernel.release} as it is", file=sys.stderr)
+        return
+    cmd = ["make", "-C", str(REPO), "--no-print-directory",
+           f"KDIR={kernel.kdir}", "modules"]
+    res = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if res.returncode != 0:
+        sys.stderr.write(res.stdout)
+        raise SystemExit(f"storm vm: building the modules for "
+                         f"{kernel.release} failed")
+    if not quiet:
+        sys.stderr.write(res.stdout)
+
+
+def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
+                state: pathlib.Path, rwdirs: list[pathlib.Path]) -> list[str]:
+    cmd = [find_vng(), "--run", str(kernel.image),
+           "--cpus", str(args.cpus), "--memory", args.memory]
+    if args.accel == "tcg":
+        cmd.append("--disable-kvm")
+    for d in rwdirs:
+        cmd += ["--rwdir", str(d)]
+    if args.append:
+        cmd += ["--append", args.append]
+    if args.verbose:
+        cmd.append("--verbose")
+    cmd += ["--exec", f"sh {REPO}/scripts/guest-exec {state}"]
+    return cmd
+
+
+def write_state(state: pathlib.Path, args: argparse.Namespace,
+                kernel: kernels.Kernel) -> None:
+    env = {
+        "STORM_ACCEL": args.accel,
+        "STORM_VM_KERNEL": kernel.release,
+        "STORM_VM_APPEND": args.append or "",
+        "STORM_VM_CPUS": str(args.cpus),
+    }
+    (state / "env").write_text("".join(
+        f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
+    (state / "cmd").write_text(f"cd {shlex.quote(str(REPO))} || exit 125\n"
+                               + shlex.join(args.command) + "\n")
+
+
+def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
+              verbose: bool) -> bool:
+    """Run vng; False when it had to be killed after the timeout."""
+    env = dict(os.environ)
+    env["PATH"] = f"{venv_bin()}:{env.get('PATH', '')}"
+    with open(log, "wb") as logf:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
+        assert proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        os.set_blocking(proc.stdout.fileno(), False)
+        while True:
+            chunk = proc.stdout.read()
+            if chunk:
+                logf.write(chunk)
+                logf.flush()
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+            if proc.poll() is not None:
+                rest = proc.stdout.read()
+                if rest:
+                    logf.write(rest)
+                    sys.stdout.buffer.write(rest)
+                    sys.stdout.flush()
+                return True
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return False
+            time.sleep(0.1)
+
+
+def report_failure(state: pathlib.Path, why: str) -> None:
+    print(f"storm vm: {why}", file=sys.stderr)
+    for name in ("dmesg", "console"):
+        f = state / name
+        if f.is_file() and f.stat().st_size:
+            print(f"---- guest {name} (last 60 lines) ----", file=sys.stderr)
+            lines = f.read_text(errors="replace").splitlines()
+            print("\n".join(lines[-60:]), file=sys.stderr)
+            break
+    print(f"storm vm: guest files kept in {state}", file=sys.stderr)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm vm",
+        description="Boot a kernel in a QEMU guest with virtme-ng and run "
+        "COMMAND as root in the repository; the storms built for that kernel "
+        "are in build/$(uname -r)/. Exit status: COMMAND's, or 3 when the "
+        "guest's dmesg shows BUG/WARNING/Oops/Call Trace/soft lockup/hung "
+        "task, 124 on timeout, 125 when the guest never ran COMMAND.")
+    p.add_argument("--kernel", default="6.1",
+                   help="6.1, 6.12 (newest installed Debian kernel of that "
+                   "series), a vmlinuz-<release>, or a built kernel tree "
+                   "(default 6.1)")
+    p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
+    p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
+    p.add_argument("--append", default="",
+                   help="extra kernel command line, e.g. 'idle=poll'")
+    p.add_argument("--timeout", type=float, default=600,
+                   help="kill the guest after this many seconds (default 600)")
+    p.add_argument("--accel", choices=("tcg", "kvm"),
+                   default=os.environ.get("STORM_ACCEL", "tcg"),
+                   help="tcg (default; stock guests hang under KVM on some "
+                   "hosts) or kvm")
+    p.add_argument("--rwdir", action="append", default=[], type=pathlib.Path,
+                   help="another host directory the guest may write")
+    p.add_argument("--no-build", action="store_true",
+                   help="do not (re)build the modules for the guest kernel")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="show the guest's console as it boots and runs")
+    p.add_argument("command", nargs=argparse.REMAINDER,
+                   help="-- COMMAND [ARG...] (default: an interactive-free "
+                   "summary of the guest)")
+    args = p.parse_args(argv)
+    if args.command and args.command[0] == "--":
+        args.command = args.command[1:]
+    if not args.command:
+        p.error("give a command after --, e.g. storm vm -- uname -r")
+    if args.cpus < 1 or args.timeout <= 0:
+        p.error("--cpus and --timeout must be positive")
+
+    try:
+        kernel = kernels.resolve(args.kernel)
+    except kernels.KernelNotFound as e:
+        print(f"storm vm: {e}", file=sys.stderr)
+        return 2
+    if not os.access(kernel.image, os.R_OK):
+        print(f"storm vm: cannot read {kernel.image} (run as root)",
+              file=sys.stderr)
+        return 2
+    if not args.no_build:
+        build_modules(kernel, quiet=not args.verbose)
+
+    results = REPO / "results"
+    results.mkdir(exist_ok=True)
+    vmdir = REPO / "build" / "vm"
+    vmdir.mkdir(parents=True, exist_ok=True)
+    state = pathlib.Path(tempfile.mkdtemp(prefix="guest-", dir=vmdir))
+    write_state(state, args, kernel)
+    rwdirs = [results, state] + [d.resolve() for d in args.rwdir]
+    cmd = vng_command(args, kernel, state, rwdirs)
+
+    started = time.monotonic()
+    finished = run_guest(cmd, args.timeout, state / "vng.log", args.verbose)
+    elapsed = time.monotonic() - started
+    if not finished:
+        report_failure(state, f"guest ({kernel.release}) timed out after "
+                       f"{args.timeout:.0f} s and was killed")
+        return EXIT_TIMEOUT
+    rc_file = state / "rc"
+    if not rc_file.is_file():
+        report_failure(state, f"guest ({kernel.release}) ended without "
+                       "running the command (boot failure?)")
+        log = (state / "vng.log").read_text(errors="replace")
+        sys.stderr.write(log[-3000:])
+        return EXIT_NO_RUN
+    rc = int(rc_file.read_text().strip() or EXIT_NO_RUN)
+    bad = dmesg.problems((state / "dmesg").read_text(errors="replace"))
+    if bad:
+        report_failure(state, "guest dmesg shows a kernel problem:\n  "
+                       + "\n  ".join(bad[:20]))
+        return rc or EXIT_KERNEL_PROBLEM
+    if rc:
+        report_failure(state, f"command exited with {rc}")
+        return rc
+    print(f"storm vm: {kernel.release}, {args.cpus} vCPUs, {args.accel}, "
+          f"{elapsed:.0f} s", file=sys.stderr)
+    shutil.rmtree(state, ignore_errors=True)
+    return 0
