@@ -1,0 +1,129 @@
+"""Shared fixtures: the parsers on sys.path, and guests that run the
+in-guest check scripts once per (kernel, boot arguments) for every test."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+from stormsuite import dmesg, interrupts, result  # noqa: E402
+
+KERNELS = ("6.1", "6.12")
+GUEST_CPUS = 4
+GUEST_TIMEOUT = 900
+
+
+@dataclasses.dataclass
+class Case:
+    """What one storm_case in the guest left behind."""
+    name: str
+    dir: pathlib.Path
+
+    def _read(self, name: str) -> str:
+        f = self.dir / name
+        return f.read_text(errors="replace") if f.is_file() else ""
+
+    @property
+    def rc(self) -> int:
+        return int(self._read("rc").strip())
+
+    @property
+    def stderr(self) -> str:
+        return self._read("stderr")
+
+    @property
+    def dmesg(self) -> str:
+        return self._read("dmesg")
+
+    @property
+    def result(self) -> dict[str, str]:
+        text = self._read("result")
+        assert text, f"case {self.name}: no result file"
+        return result.parse(text)
+
+    @property
+    def has_result(self) -> bool:
+        return (self.dir / "result").is_file()
+
+    @property
+    def irq_delta(self) -> interrupts.Snapshot:
+        return interrupts.delta(
+            interrupts.parse(self._read("interrupts.before")),
+            interrupts.parse(self._read("interrupts.after")))
+
+    def file(self, name: str) -> str:
+        return self._read(name)
+
+
+@dataclasses.dataclass
+class GuestRun:
+    kernel: str
+    append: str
+    out: pathlib.Path
+    rc: int
+    log: str
+
+    def case(self, name: str) -> Case:
+        d = self.out / name
+        assert d.is_dir(), (f"guest {self.kernel} {self.append!r}: case "
+                            f"{name} did not run\n{self.log[-3000:]}")
+        return Case(name, d)
+
+    @property
+    def dmesg(self) -> str:
+        f = self.out / "dmesg"
+        return f.read_text(errors="replace") if f.is_file() else ""
+
+
+_runs: dict[tuple[str, str], GuestRun] = {}
+
+
+def boot(kernel: str, append: str = "", group: str = "full") -> GuestRun:
+    """Boot once per (kernel, append, group) for the whole session."""
+    key = (kernel, f"{append}|{group}")
+    if key in _runs:
+        return _runs[key]
+    tag = f"{kernel}-{group}" + ("-" + append.replace("=", "_").replace(
+        " ", "_") if append else "")
+    out = REPO / "build" / "test" / tag
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    cmd = [str(REPO / "scripts" / "storm"), "vm", "--kernel", kernel,
+           "--cpus", str(GUEST_CPUS), "--timeout", str(GUEST_TIMEOUT),
+           "--rwdir", str(out)]
+    if append:
+        cmd += ["--append", append]
+    cmd += ["--", "sh", "tests/guest/run-all.sh", str(out), group]
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=GUEST_TIMEOUT + 120)
+    (out / "vm.log").write_text(proc.stdout)
+    run = GuestRun(kernel, append, out, proc.returncode, proc.stdout)
+    _runs[key] = run
+    return run
+
+
+@pytest.fixture(params=KERNELS, scope="session")
+def guest(request) -> GuestRun:
+    """The full check group on each stock kernel, default boot (HLT idle)."""
+    return boot(request.param)
+
+
+@pytest.fixture(params=KERNELS, scope="session")
+def guest_poll(request) -> GuestRun:
+    """The "idle" check group on each stock kernel booted with idle=poll;
+    the same checks in `guest` (default boot, HLT idle) are its baseline."""
+    return boot(request.param, "idle=poll", "idle")
+
+
+def assert_clean(log: str) -> None:
+    bad = dmesg.problems(log)
+    assert not bad, "kernel problems in dmesg:\n" + "\n".join(bad)
