@@ -363,8 +363,8 @@ static inline void storm_irqs_sum(const struct storm_irqs *before,
 }
 
 /* ---------------------------------------------------------------------
- * CPU-list parameters. @str NULL or "" selects @dflt. Every refusal says
- * why in one line, naming the parameter.
+ * CPU-list parameters. @str NULL (not given) selects @dflt; given but empty
+ * is refused. Every refusal says why in one line, naming the parameter.
  */
 static inline int storm_parse_cpulist(const char *param, const char *str,
 				      struct cpumask *mask,
@@ -372,9 +372,13 @@ static inline int storm_parse_cpulist(const char *param, const char *str,
 {
 	int cpu, ret;
 
-	if (!str || !*str) {
+	if (!str) {
 		cpumask_copy(mask, dflt);
 		return 0;
+	}
+	if (!*str) {
+		pr_err("%s=: empty CPU list\n", param);
+		return -EINVAL;
 	}
 	ret = cpulist_parse(str, mask);
 	if (ret) {

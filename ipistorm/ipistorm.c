@@ -270,7 +270,7 @@ static int ipistorm_check_params(void)
 		pr_err("async=1 needs single=1\n");
 		return -EINVAL;
 	}
-	if (single && targets && *targets) {
+	if (single && targets) {
 		pr_err("targets= is for single=0; single=1 uses offset and mask\n");
 		return -EINVAL;
 	}
@@ -297,7 +297,7 @@ static int ipistorm_check_params(void)
 		return 0;
 	}
 
-	if (!targets || !*targets) {
+	if (!targets) {
 		kind = IPISTORM_ALL;
 		cpumask_copy(target_mask, cpu_online_mask);
 		if (num_online_cpus() < 2) {

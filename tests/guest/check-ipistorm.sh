@@ -1,0 +1,99 @@
+#!/bin/sh
+# groups: idle
+# check-ipistorm.sh - ipistorm cases for the host-side tests
+# (tests/test_ipistorm_guest.py). Expects 4 online CPUs. In the "idle"
+# group (the idle=poll boot) only the idle-target case runs.
+. tests/guest/lib.sh
+
+# single=1 wait=1 to a HLT-idle target: about one CAL per call. With
+# idle=poll the kernel skips the IPI to a polling target.
+storm_case ipi_idle ipistorm numipi=3000 single=1 wait=1 cpulist=0 offset=1
+[ "${GROUP:-full}" = full ] || exit 0
+
+# sparse cpulist: target = (1 + 2) mod nr_cpu_ids = 3
+storm_case ipi_sparse ipistorm numipi=1000 single=1 cpulist=1 offset=2
+# mask: base = 2 & ~1 = 2, offset bits = (2 + 1) & 1 = 1 -> CPU 3
+storm_case ipi_mask ipistorm numipi=500 single=1 cpulist=2 offset=1 mask=1
+storm_case ipi_all ipistorm numipi=300 cpulist=0
+storm_case ipi_all_nowait ipistorm numipi=300 wait=0
+storm_case ipi_many ipistorm numipi=300 cpulist=0 targets=2-3
+storm_case ipi_async ipistorm numipi=500 single=1 async=1 cpulist=1
+storm_case ipi_async_nowait ipistorm numipi=500 single=1 async=1 wait=0
+storm_case ipi_nolatency ipistorm numipi=500 single=1 latency=0 cpulist=0
+storm_case ipi_handler ipistorm numipi=200 single=1 handler_ns=20000 cpulist=0
+storm_case ipi_delay ipistorm numipi=50 single=1 delay=1000 cpulist=0
+storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0
+
+# Refused parameters: insmod fails, the reason is in dmesg.
+storm_case bad_cpu_range ipistorm numipi=10 cpulist=64
+storm_case bad_cpulist_syntax ipistorm numipi=10 cpulist=1-x
+storm_case bad_cpulist_empty ipistorm numipi=10 cpulist=
+storm_case bad_self ipistorm numipi=10 single=1 offset=0
+storm_case bad_self_mask ipistorm numipi=10 single=1 cpulist=1 offset=2 mask=1
+storm_case bad_unbounded ipistorm numipi=0 timeout=0
+storm_case bad_numipi_huge ipistorm numipi=10000000000000
+storm_case bad_numipi_overflow ipistorm numipi=18446744073709551616
+storm_case bad_numipi_negative ipistorm numipi=-1
+storm_case bad_timeout_huge ipistorm timeout=999999999
+storm_case bad_delay_huge ipistorm numipi=10 delay=99999999
+storm_case bad_handler_huge ipistorm numipi=10 handler_ns=99999999
+storm_case bad_targets_self ipistorm numipi=10 cpulist=1 targets=1
+storm_case bad_targets_range ipistorm numipi=10 targets=99
+storm_case bad_targets_single ipistorm numipi=10 single=1 targets=2
+storm_case bad_async_many ipistorm numipi=10 async=1
+storm_case bad_wait_value ipistorm numipi=10 wait=maybe
+
+# Offline CPUs: as sender and as target.
+if echo 0 >/sys/devices/system/cpu/cpu3/online; then
+	storm_case bad_offline_sender ipistorm numipi=10 cpulist=3
+	storm_case bad_offline_target ipistorm numipi=10 single=1 cpulist=2
+	storm_case ipi_all_with_offline ipistorm numipi=100 cpulist=0
+	echo 1 >/sys/devices/system/cpu/cpu3/online
+fi
+
+# A fatal signal to insmod ends a timed storm early; the result says so.
+dir=$(case_dir ipi_signal)
+mark=$(dmesg_mark)
+insmod "$KO/ipistorm.ko" timeout=60 single=1 cpulist=0 &
+pid=$!
+sleep 3
+start=$(date +%s)
+kill -TERM "$pid"
+wait "$pid"
+echo $? >"$dir/rc"
+echo $(($(date +%s) - start)) >"$dir/stop_seconds"
+cat /sys/kernel/debug/ipistorm/result >"$dir/result" 2>/dev/null
+rmmod ipistorm
+echo $? >"$dir/rmmod_rc"
+dmesg_since "$mark" >"$dir/dmesg"
+
+# rmmod while insmod is still running the storm: refused at once (the
+# module is not live yet), the storm goes on, rmmod after it succeeds.
+dir=$(case_dir ipi_rmmod_during)
+mark=$(dmesg_mark)
+insmod "$KO/ipistorm.ko" timeout=4 single=1 cpulist=0 &
+pid=$!
+sleep 2
+rmmod ipistorm 2>"$dir/early_stderr"
+echo $? >"$dir/early_rmmod_rc"
+wait "$pid"
+echo $? >"$dir/rc"
+cat /sys/kernel/debug/ipistorm/result >"$dir/result" 2>/dev/null
+rmmod ipistorm
+echo $? >"$dir/rmmod_rc"
+dmesg_since "$mark" >"$dir/dmesg"
+
+# background=1: insmod returns at once, rmmod stops the storm promptly.
+dir=$(case_dir ipi_background)
+mark=$(dmesg_mark)
+insmod "$KO/ipistorm.ko" timeout=60 background=1 single=1 cpulist=0
+echo $? >"$dir/rc"
+sleep 2
+start=$(date +%s)
+rmmod ipistorm
+echo $? >"$dir/rmmod_rc"
+echo $(($(date +%s) - start)) >"$dir/stop_seconds"
+dmesg_since "$mark" >"$dir/dmesg"
+
+# After all of that the kernel still runs a storm.
+storm_case ipi_after ipistorm numipi=500 single=1 cpulist=0
