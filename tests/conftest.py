@@ -117,13 +117,6 @@ def guest(request) -> GuestRun:
     return boot(request.param)
 
 
-@pytest.fixture(params=KERNELS, scope="session")
-def guest_poll(request) -> GuestRun:
-    """The "idle" check group on each stock kernel booted with idle=poll;
-    the same checks in `guest` (default boot, HLT idle) are its baseline."""
-    return boot(request.param, "idle=poll", "idle")
-
-
 def assert_clean(log: str) -> None:
     bad = dmesg.problems(log)
     assert not bad, "kernel problems in dmesg:\n" + "\n".join(bad)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import assert_clean
+from conftest import KERNELS, assert_clean, boot
 from stormsuite import interrupts, result
 
 CPUS = {0, 1, 2, 3}
@@ -49,24 +49,25 @@ def test_single_to_hlt_idle_target_costs_an_ipi_per_call(guest):
     case = guest.case("ipi_idle")
     res = ok(case)
     cal = result.per_cpu(res, "CAL")
-    # The storm's IPIs land on CPU 1. Under TCG a target sometimes still
-    # polls in the idle loop when the call comes, so allow some skipped IPIs.
-    assert cal[1] >= 0.6 * 3000, cal
-    assert result.per_cpu(res, "handled")[1] == 3000
+    # The storm's IPIs land on CPU 1; a few calls may still find it in the
+    # idle loop with polling set (no IPI needed), hence not exactly 500.
+    assert cal[1] >= 0.8 * 500, cal
+    assert result.per_cpu(res, "handled")[1] == 500
     # /proc/interrupts agrees with the module's own irq_stat reading.
     proc = interrupts.per_cpu(case.irq_delta, "CAL")
     assert proc[1] >= cal[1]
 
 
-def test_idle_poll_target_gets_far_fewer_ipis(guest, guest_poll):
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_idle_poll_target_gets_far_fewer_ipis(kernel):
     """Seed 004: a polling idle CPU is woken without an IPI."""
-    assert guest_poll.kernel == guest.kernel
+    guest, guest_poll = boot(kernel), boot(kernel, "idle=poll", "idle")
     assert "idle=poll" in (guest_poll.out / "cmdline").read_text()
     assert guest_poll.rc == 0, guest_poll.log[-3000:]
     assert_clean(guest_poll.dmesg)
     hlt = result.per_cpu(ok(guest.case("ipi_idle")), "CAL")[1]
     polled = ok(guest_poll.case("ipi_idle"))
-    assert result.per_cpu(polled, "handled")[1] == 3000
+    assert result.per_cpu(polled, "handled")[1] == 500
     poll = result.per_cpu(polled, "CAL")[1]
     assert poll < 0.25 * hlt, (poll, hlt)
 

@@ -7,6 +7,7 @@ import sys
 
 SUBCOMMANDS = {
     "vm": ("vm", "boot a kernel in a QEMU guest and run a command in it"),
+    "show": ("show", "summarise storm result files (latency percentiles)"),
 }
 
 

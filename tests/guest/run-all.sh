@@ -20,4 +20,4 @@ done
 cat /proc/cmdline >"$OUT/cmdline"
 nproc >"$OUT/nproc"
 dmesg >"$OUT/dmesg"
-echo done >"$OUT/complete"
+echo complete >"$OUT/complete"
