@@ -1,0 +1,39 @@
+"""stormsuite.dmesg: what fails a guest run, and the storms' own lines."""
+
+import pathlib
+
+import pytest
+
+from stormsuite import dmesg
+
+DATA = pathlib.Path(__file__).parent / "data"
+
+
+def test_real_interrupted_storm_log():
+    log = (DATA / "dmesg-6.1-signal.txt").read_text()
+    assert dmesg.problems(log) == []
+    v = dmesg.verdicts(log)
+    assert len(v) == 1 and v[0].module == "ipistorm"
+    assert not v[0].success and v[0].note == "interrupted"
+    lines = dmesg.module_lines(log, "ipistorm")
+    assert lines[0].startswith("numipi=0 timeout=60")
+    assert lines[-1] == "End of test: FAILURE (interrupted)"
+
+
+@pytest.mark.parametrize("line", [
+    "[   12.1] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+    "[   12.1] WARNING: CPU: 1 PID: 345 at kernel/smp.c:912 smp_call_function_many_cond+0x1/0x2",
+    "[   12.1] Oops: 0002 [#1] PREEMPT SMP NOPTI",
+    "[   12.1] Call Trace:",
+    "[   12.1] watchdog: BUG: soft lockup - CPU#2 stuck for 26s! [ipistorm/0:77]",
+    "[   12.1] INFO: task insmod:88 blocked for more than 120 seconds.",
+    '[   12.1] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
+    "[   12.1] hung task detected",
+])
+def test_problem_lines_are_caught(line):
+    assert dmesg.problems("ok line\n" + line + "\nanother\n") == [line]
+
+
+def test_success_verdict():
+    v = dmesg.verdicts("[ 1.0] tlbstorm: End of test: SUCCESS\n")
+    assert v[0].module == "tlbstorm" and v[0].success and v[0].note is None

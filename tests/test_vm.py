@@ -1,0 +1,154 @@
+"""storm vm without booting anything: kernel lookup, refusals, timeout,
+and the verdict from the guest's state files (with a stand-in for vng)."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from stormsuite import kernels, vm
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+STORM = str(REPO / "scripts" / "storm")
+
+
+def fake_boot(tmp_path, names):
+    boot = tmp_path / "boot"
+    mods = tmp_path / "modules"
+    boot.mkdir()
+    for n in names:
+        (boot / f"vmlinuz-{n}").write_text("")
+        (mods / n / "build").mkdir(parents=True)
+    return boot, mods
+
+
+def test_series_picks_newest_release_without_pinning(tmp_path):
+    boot, mods = fake_boot(tmp_path, ["6.1.0-9-amd64", "6.1.0-56-amd64",
+                                      "6.1.0-100-amd64",
+                                      "6.12.117+deb12-amd64"])
+    k = kernels.resolve("6.1", boot, mods)
+    assert k.release == "6.1.0-100-amd64"
+    assert k.kdir == mods / "6.1.0-100-amd64" / "build"
+    assert kernels.resolve("6.12", boot, mods).release == \
+        "6.12.117+deb12-amd64"
+
+
+def test_missing_series_says_what_is_installed(tmp_path):
+    boot, mods = fake_boot(tmp_path, ["6.1.0-56-amd64"])
+    with pytest.raises(kernels.KernelNotFound, match="installed: 6.1"):
+        kernels.resolve("5.10", boot, mods)
+
+
+def test_built_tree(tmp_path):
+    tree = tmp_path / "linux"
+    (tree / "arch/x86/boot").mkdir(parents=True)
+    (tree / "arch/x86/boot/bzImage").write_text("")
+    (tree / "include/generated").mkdir(parents=True)
+    (tree / "include/generated/utsrelease.h").write_text(
+        '#define UTS_RELEASE "6.1.99-storm"\n')
+    k = kernels.resolve(str(tree))
+    assert (k.release, k.kdir, k.tree) == ("6.1.99-storm", tree, tree)
+
+
+def test_unbuilt_tree_refused(tmp_path):
+    with pytest.raises(kernels.KernelNotFound, match="not a built kernel"):
+        kernels.resolve(str(tmp_path))
+
+
+@pytest.mark.parametrize("spec", ["banana", "/no/such/vmlinuz"])
+def test_nonsense_kernel_refused(spec):
+    with pytest.raises(kernels.KernelNotFound):
+        kernels.resolve(spec)
+
+
+def run_storm(*args, timeout=60):
+    return subprocess.run([STORM, *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_help():
+    for args in (["--help"], ["vm", "--help"], ["show", "--help"]):
+        p = run_storm(*args)
+        assert p.returncode == 0 and "usage" in p.stdout.lower(), args
+
+
+def test_vm_without_command_refused():
+    p = run_storm("vm", "--kernel", "6.1")
+    assert p.returncode == 2 and "give a command" in p.stderr
+
+
+def test_vm_unknown_kernel_refused():
+    p = run_storm("vm", "--kernel", "4.19", "--", "true")
+    assert p.returncode == 2 and "no Debian 4.19 kernel" in p.stderr
+
+
+def test_unknown_subcommand():
+    p = run_storm("frobnicate")
+    assert p.returncode == 2 and "unknown subcommand" in p.stderr
+
+
+def test_timeout_kills_the_whole_guest(tmp_path):
+    """run_guest() kills vng and everything it started after the timeout."""
+    pidfile = tmp_path / "child"
+    cmd = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"]
+    start = time.monotonic()
+    assert vm.run_guest(cmd, 1.5, tmp_path / "log", False) is False
+    assert time.monotonic() - start < 10
+    child = int(pidfile.read_text())
+    time.sleep(0.2)
+    assert not pathlib.Path(f"/proc/{child}").exists() or \
+        "Z" in pathlib.Path(f"/proc/{child}/stat").read_text().split()[2]
+
+
+FAKE_VNG = """#!/bin/sh
+# stands in for vng: find the state dir in --exec and write what a guest would
+for a; do last=$a; done
+state=${last##* }
+echo "guest says hi"
+printf '%s\\n' "$FAKE_DMESG" > "$state/dmesg"
+[ "$FAKE_RC" = none ] || echo "$FAKE_RC" > "$state/rc"
+"""
+
+
+@pytest.fixture
+def fake_vng(tmp_path, monkeypatch):
+    script = tmp_path / "vng"
+    script.write_text(FAKE_VNG)
+    script.chmod(0o755)
+    monkeypatch.setattr(vm, "find_vng", lambda: str(script))
+    monkeypatch.setattr(vm, "build_modules", lambda kernel, quiet: None)
+    monkeypatch.setattr(kernels, "resolve", lambda spec: kernels.Kernel(
+        image=script, release="6.1.0-test", kdir=None))
+    return monkeypatch
+
+
+@pytest.mark.parametrize("rc,log,expect", [
+    ("0", "[ 1.0] all fine", 0),
+    ("7", "[ 1.0] all fine", 7),
+    ("0", "[ 1.0] WARNING: CPU: 1 PID: 1 at kernel/smp.c:1 x", vm.EXIT_KERNEL_PROBLEM),
+    ("5", "[ 1.0] BUG: soft lockup - CPU#0 stuck", 5),
+    ("none", "", vm.EXIT_NO_RUN),
+])
+def test_verdict_from_guest_state(fake_vng, capsys, rc, log, expect):
+    fake_vng.setenv("FAKE_RC", rc)
+    fake_vng.setenv("FAKE_DMESG", log)
+    assert vm.main(["--", "true"]) == expect
+    out = capsys.readouterr()
+    assert "guest says hi" in out.out
+    if expect:
+        assert "storm vm:" in out.err
+
+
+def test_command_is_kept_out_of_the_kernel_command_line(tmp_path):
+    """The command goes in a file: the kernel command line is short."""
+    args = vm.argparse.Namespace(accel="tcg", append="", cpus=4,
+                                 command=["echo", "a b", "$HOME"])
+    k = kernels.Kernel(image=tmp_path, release="r", kdir=None)
+    vm.write_state(tmp_path, args, k)
+    cmd = (tmp_path / "cmd").read_text().splitlines()[-1]
+    assert cmd == "echo 'a b' '$HOME'"
+    assert "STORM_ACCEL=tcg" in (tmp_path / "env").read_text()
