@@ -1,0 +1,746 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tlbstorm - storms of real TLB shootdowns.
+ *
+ * mode=user (the default): the process that loads the module (insmod) lends
+ * its mm to the storm. One worker thread per CPU in targets= adopts that mm
+ * with kthread_use_mm(), maps a page of its own in it and keeps touching
+ * the page, so its CPU is in the mm's cpumask and never lazy. One flusher
+ * thread per CPU in cpulist= adopts the mm too and repeatedly maps `pages`
+ * pages (vm_mmap with MAP_POPULATE) and unmaps them (vm_munmap): every
+ * unmap ends in a shootdown IPI to every worker CPU, counted in the TLB row
+ * of /proc/interrupts (and in CAL, whose vector it uses).
+ *
+ * mode=kernel: the flushers vmap() `pages` pages, vunmap() them and call
+ * vm_unmap_aliases() to purge the lazily freed area at once, so every
+ * iteration ends in flush_tlb_kernel_range(): an IPI to every other online
+ * CPU, counted in CAL only (it never runs flush_tlb_func, so not in TLB).
+ *
+ * Either numflush times per flusher or, with numflush=0, for timeout
+ * seconds. insmod returns when the storm is over; the result stays in
+ * /sys/kernel/debug/tlbstorm/result until rmmod.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/err.h>
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/cpu.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/mm.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "storm.h"
+
+static unsigned long numflush;
+module_param(numflush, ulong, 0444);
+MODULE_PARM_DESC(numflush, "Flushes per flusher CPU; 0 = timed run (default 0)");
+
+static unsigned long timeout = 30;
+module_param(timeout, ulong, 0444);
+MODULE_PARM_DESC(timeout, "Seconds to run when numflush=0 (default 30)");
+
+static char *cpulist;
+module_param(cpulist, charp, 0444);
+MODULE_PARM_DESC(cpulist, "Flusher CPUs (default the first online CPU)");
+
+static char *targets;
+module_param(targets, charp, 0444);
+MODULE_PARM_DESC(targets, "mode=user: CPUs whose workers hold the mm (default all other online)");
+
+static unsigned long pages = 1;
+module_param(pages, ulong, 0444);
+MODULE_PARM_DESC(pages, "Pages mapped and unmapped per flush (default 1)");
+
+static char *mode = "user";
+module_param(mode, charp, 0444);
+MODULE_PARM_DESC(mode, "user: vm_mmap/vm_munmap in the insmod mm; kernel: vmap/vunmap + vm_unmap_aliases (default user)");
+
+static unsigned long delay;
+module_param(delay, ulong, 0444);
+MODULE_PARM_DESC(delay, "Microseconds to sleep between flushes (default 0)");
+
+static bool latency = true;
+module_param(latency, bool, 0444);
+MODULE_PARM_DESC(latency, "Time every unmap (and its shootdown) into a histogram (default 1)");
+
+static bool background;
+module_param(background, bool, 0444);
+MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
+
+/* 4096 pages is 16 MiB populated per flush and far above any full-flush ceiling. */
+#define TLBSTORM_MAX_PAGES	4096UL
+
+/*
+ * The kernel flushes a range page by page up to tlb_single_page_flush_ceiling
+ * pages and the whole TLB above it. That variable is not exported (it is
+ * tunable in /sys/kernel/debug/x86/), so the expected kind of flush is
+ * derived from its default and the result says so.
+ */
+#define TLBSTORM_FLUSH_CEILING	33UL
+
+enum tlbstorm_mode {
+	TLBSTORM_USER,		/* vm_mmap + vm_munmap in a user mm */
+	TLBSTORM_KERNEL,	/* vmap + vunmap + vm_unmap_aliases */
+};
+
+static const char * const tlbstorm_mode_name[] = {
+	[TLBSTORM_USER]		= "user",
+	[TLBSTORM_KERNEL]	= "kernel",
+};
+
+/* The /proc/interrupts row that counts each mode's shootdowns. */
+static const char * const tlbstorm_counted_in[] = {
+	[TLBSTORM_USER]		= "TLB",
+	[TLBSTORM_KERNEL]	= "CAL",
+};
+
+enum tlbstorm_flush_kind {
+	TLBSTORM_FLUSH_SINGLE,	/* one page invalidated */
+	TLBSTORM_FLUSH_RANGE,	/* each page of the range invalidated */
+	TLBSTORM_FLUSH_FULL,	/* the whole TLB flushed */
+};
+
+static const char * const tlbstorm_flush_kind_name[] = {
+	[TLBSTORM_FLUSH_SINGLE]	= "single",
+	[TLBSTORM_FLUSH_RANGE]	= "range",
+	[TLBSTORM_FLUSH_FULL]	= "full",
+};
+
+/* One per flusher CPU, in that CPU's per-cpu area. */
+struct tlbstorm_flusher {
+	int cpu;
+	struct task_struct *task;
+	u64 flushes;
+	u64 errors;
+	int last_error;
+	u64 start_ns, end_ns;
+	struct storm_hist hist ____cacheline_aligned_in_smp;
+};
+
+/* One per target CPU in user mode: keeps the mm loaded and in use there. */
+struct tlbstorm_worker {
+	int cpu;
+	struct task_struct *task;
+	unsigned long addr;		/* its own page in the mm */
+	u64 touches;
+	u64 errors;
+	int last_error;
+};
+
+static enum tlbstorm_mode storm_mode;
+static enum tlbstorm_flush_kind flush_kind;
+static struct tlbstorm_flusher __percpu *flushers;
+static struct tlbstorm_worker __percpu *workers;
+static cpumask_var_t flusher_mask, target_mask;
+static struct mm_struct *storm_mm;	/* user mode: mmget() reference */
+static struct page **kpages;		/* kernel mode: what vmap() maps */
+static atomic_t workers_ready;
+static struct completion workers_all_ready;
+static struct storm_ctl ctl;
+static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_hist *hist_total;
+static struct task_struct *controller;
+static struct dentry *debugfs_dir;
+static bool failed;
+
+/* Stay until kthread_stop() so the controller owns the thread's lifetime. */
+static void tlbstorm_park(void)
+{
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+}
+
+static void tlbstorm_worker_ready(void)
+{
+	if (atomic_inc_return(&workers_ready) ==
+	    cpumask_weight(target_mask))
+		complete(&workers_all_ready);
+}
+
+/*
+ * A worker maps a page of its own in the mm, then reads and writes it
+ * until kthread_stop(): its CPU runs the mm (not lazily), so every unmap
+ * in the mm has to shoot down its TLB. Its page goes before it leaves.
+ */
+static int tlbstorm_worker_fn(void *arg)
+{
+	struct tlbstorm_worker *w = arg;
+	u32 __user *p;
+	u32 v = 0;
+	int ret;
+
+	kthread_use_mm(storm_mm);
+	w->addr = vm_mmap(NULL, 0, PAGE_SIZE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, 0);
+	if (IS_ERR_VALUE(w->addr)) {
+		w->errors++;
+		w->last_error = (int)w->addr;
+		w->addr = 0;
+		tlbstorm_worker_ready();
+		goto out;
+	}
+	p = (u32 __user *)w->addr;
+	ret = put_user(v, p);
+	tlbstorm_worker_ready();
+
+	while (!ret && !kthread_should_stop()) {
+		ret = get_user(v, p) ?: put_user(v + 1, p);
+		w->touches++;
+		cond_resched();
+	}
+	if (ret) {
+		w->errors++;
+		w->last_error = ret;
+	}
+	ret = vm_munmap(w->addr, PAGE_SIZE);
+	if (ret) {
+		w->errors++;
+		w->last_error = ret;
+	}
+out:
+	kthread_unuse_mm(storm_mm);
+	tlbstorm_park();
+	return 0;
+}
+
+/* One user-mode flush: populate, then unmap (the shootdown is in here). */
+static int tlbstorm_flush_user(struct tlbstorm_flusher *f)
+{
+	unsigned long len = pages << PAGE_SHIFT;
+	unsigned long addr;
+	u64 t0 = 0;
+	int ret;
+
+	addr = vm_mmap(NULL, 0, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, 0);
+	if (IS_ERR_VALUE(addr))
+		return (int)addr;
+	if (latency)
+		t0 = local_clock();
+	ret = vm_munmap(addr, len);
+	if (latency)
+		storm_hist_add(&f->hist, local_clock() - t0);
+	return ret;
+}
+
+/* One kernel-mode flush: vunmap is lazy, vm_unmap_aliases purges now. */
+static int tlbstorm_flush_kernel(struct tlbstorm_flusher *f)
+{
+	u64 t0 = 0;
+	void *addr;
+
+	addr = vmap(kpages, pages, VM_MAP, PAGE_KERNEL);
+	if (!addr)
+		return -ENOMEM;
+	if (latency)
+		t0 = local_clock();
+	vunmap(addr);
+	vm_unmap_aliases();
+	if (latency)
+		storm_hist_add(&f->hist, local_clock() - t0);
+	return 0;
+}
+
+/* The timed loop: no locks, allocations or printing in here. */
+static int tlbstorm_flusher_fn(void *arg)
+{
+	struct tlbstorm_flusher *f = arg;
+	int ret;
+
+	if (storm_mode == TLBSTORM_USER)
+		kthread_use_mm(storm_mm);
+	storm_worker_ready(&ctl);
+	f->start_ns = ktime_get_ns();
+	while (!numflush || f->flushes < numflush) {
+		if (storm_should_stop(&ctl))
+			break;
+		if (storm_mode == TLBSTORM_USER)
+			ret = tlbstorm_flush_user(f);
+		else
+			ret = tlbstorm_flush_kernel(f);
+		if (unlikely(ret)) {
+			/* e.g. out of memory: stop, never spin on errors */
+			f->errors++;
+			f->last_error = ret;
+			break;
+		}
+		f->flushes++;
+		if (delay)
+			usleep_range(delay, delay + 1);
+		else
+			cond_resched();
+	}
+	f->end_ns = ktime_get_ns();
+	if (storm_mode == TLBSTORM_USER)
+		kthread_unuse_mm(storm_mm);
+	storm_worker_done(&ctl);
+	tlbstorm_park();
+	return 0;
+}
+
+static void tlbstorm_print_params(void)
+{
+	pr_info("numflush=%lu timeout=%lu pages=%lu mode=%s delay=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl counted_in=%s flush_kind=%s\n",
+		numflush, timeout, pages, tlbstorm_mode_name[storm_mode], delay,
+		latency, background, cpumask_pr_args(flusher_mask),
+		cpumask_pr_args(target_mask),
+		tlbstorm_counted_in[storm_mode],
+		tlbstorm_flush_kind_name[flush_kind]);
+}
+
+/*
+ * What the kernel is expected to do for one flush. A user unmap flushes
+ * exactly its pages; a vmap area has a guard page, and the kernel-range
+ * flush of its purge covers it too and never takes the single-page path.
+ */
+static enum tlbstorm_flush_kind tlbstorm_expected_flush(void)
+{
+	unsigned long span = pages;
+
+	if (storm_mode == TLBSTORM_KERNEL)
+		span = pages + 1;
+	else if (pages == 1)
+		return TLBSTORM_FLUSH_SINGLE;
+	return span > TLBSTORM_FLUSH_CEILING ? TLBSTORM_FLUSH_FULL :
+					       TLBSTORM_FLUSH_RANGE;
+}
+
+static int tlbstorm_check_params(void)
+{
+	int cpu, ret;
+
+	if (mode && sysfs_streq(mode, "user")) {
+		storm_mode = TLBSTORM_USER;
+	} else if (mode && sysfs_streq(mode, "kernel")) {
+		storm_mode = TLBSTORM_KERNEL;
+	} else {
+		pr_err("mode=%s: unknown mode (user or kernel)\n",
+		       mode ?: "");
+		return -EINVAL;
+	}
+	ret = storm_parse_cpulist("cpulist", cpulist, flusher_mask,
+				  cpumask_of(cpumask_first(cpu_online_mask)));
+	if (ret)
+		return ret;
+	if (!numflush && !timeout) {
+		pr_err("numflush=0 and timeout=0: nothing bounds the storm\n");
+		return -EINVAL;
+	}
+	if (!pages) {
+		pr_err("pages=0: a flush needs at least one page\n");
+		return -EINVAL;
+	}
+	ret = storm_check_range("numflush", numflush, STORM_MAX_COUNT) ?:
+	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
+	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
+	      storm_check_range("pages", pages, TLBSTORM_MAX_PAGES);
+	if (ret)
+		return ret;
+	flush_kind = tlbstorm_expected_flush();
+
+	if (storm_mode == TLBSTORM_KERNEL) {
+		if (targets && *targets) {
+			pr_err("targets= is for mode=user; a kernel-range flush goes to every other online CPU\n");
+			return -EINVAL;
+		}
+		cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
+		if (cpumask_empty(target_mask)) {
+			pr_err("mode=kernel: no online CPU outside cpulist=%*pbl to flush\n",
+			       cpumask_pr_args(flusher_mask));
+			return -EINVAL;
+		}
+		return 0;
+	}
+
+	if (!targets || !*targets) {
+		cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
+		if (cpumask_empty(target_mask)) {
+			pr_err("mode=user: no online CPU outside cpulist=%*pbl for a worker\n",
+			       cpumask_pr_args(flusher_mask));
+			return -EINVAL;
+		}
+		return 0;
+	}
+	ret = storm_parse_cpulist("targets", targets, target_mask,
+				  cpu_online_mask);
+	if (ret)
+		return ret;
+	for_each_cpu(cpu, target_mask) {
+		if (cpumask_test_cpu(cpu, flusher_mask)) {
+			pr_err("targets=%s: CPU %d is also a flusher (cpulist)\n",
+			       targets, cpu);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static u64 tlbstorm_total_flushes(void)
+{
+	u64 total = 0;
+	int cpu;
+
+	for_each_cpu(cpu, flusher_mask)
+		total += per_cpu_ptr(flushers, cpu)->flushes;
+	return total;
+}
+
+static void tlbstorm_print_results(void)
+{
+	u64 runtime = ctl.end_ns - ctl.start_ns;
+	u64 flushes = tlbstorm_total_flushes();
+	struct storm_irqs sum;
+	int cpu;
+
+	for_each_cpu(cpu, flusher_mask) {
+		struct tlbstorm_flusher *f = per_cpu_ptr(flushers, cpu);
+		u64 ns = f->end_ns - f->start_ns;
+
+		pr_info("flusher %d -> %*pbl: flushes=%llu errors=%llu time=%llu ns per_flush=%llu ns min=%llu max=%llu ns\n",
+			cpu, cpumask_pr_args(target_mask), f->flushes,
+			f->errors, ns, f->flushes ? div64_u64(ns, f->flushes) : 0,
+			storm_hist_min(&f->hist), f->hist.max_ns);
+		if (f->errors)
+			pr_err("flusher %d: flush failed with %d\n", cpu,
+			       f->last_error);
+	}
+	if (storm_mode == TLBSTORM_USER) {
+		for_each_cpu(cpu, target_mask) {
+			struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
+
+			if (w->errors)
+				pr_err("worker %d: touching the mm failed with %d\n",
+				       cpu, w->last_error);
+		}
+	}
+	storm_irqs_sum(irqs_before, irqs_after, target_mask, &sum);
+	pr_info("summary: mode=%s flushers=%u flushes=%llu runtime=%llu ns flushes_per_sec=%llu targets=%*pbl TLB=%llu CAL=%llu RES=%llu counted_in=%s flush_kind=%s status=%s\n",
+		tlbstorm_mode_name[storm_mode], cpumask_weight(flusher_mask),
+		flushes, runtime,
+		runtime ? div64_u64(flushes * NSEC_PER_SEC, runtime) : 0,
+		cpumask_pr_args(target_mask), sum.tlb, sum.cal, sum.res,
+		tlbstorm_counted_in[storm_mode],
+		tlbstorm_flush_kind_name[flush_kind], storm_status(&ctl, failed));
+	storm_print_verdict(&ctl, failed);
+}
+
+static int tlbstorm_result_show(struct seq_file *m, void *v)
+{
+	struct storm_irqs sum;
+	char name[40];
+	int cpu;
+
+	storm_show_header(m, "tlbstorm", &ctl, failed);
+	seq_printf(m, "param.numflush: %lu\nparam.timeout: %lu\n"
+		   "param.pages: %lu\nparam.mode: %s\nparam.delay: %lu\n"
+		   "param.latency: %d\nparam.background: %d\n",
+		   numflush, timeout, pages, tlbstorm_mode_name[storm_mode],
+		   delay, latency, background);
+	seq_printf(m, "param.cpulist: %*pbl\nparam.targets: %*pbl\n",
+		   cpumask_pr_args(flusher_mask), cpumask_pr_args(target_mask));
+	seq_printf(m, "mode: %s\ncounted_in: %s\nflush_kind: %s\n",
+		   tlbstorm_mode_name[storm_mode],
+		   tlbstorm_counted_in[storm_mode],
+		   tlbstorm_flush_kind_name[flush_kind]);
+	/* tlb_single_page_flush_ceiling is not exported: its default */
+	seq_printf(m, "flush_ceiling: %lu\nflush_ceiling_source: default\n",
+		   TLBSTORM_FLUSH_CEILING);
+	seq_printf(m, "flushes: %llu\n", tlbstorm_total_flushes());
+
+	for_each_cpu(cpu, flusher_mask) {
+		struct tlbstorm_flusher *f = per_cpu_ptr(flushers, cpu);
+
+		seq_printf(m, "flusher.%d.flushes: %llu\n", cpu, f->flushes);
+		seq_printf(m, "flusher.%d.errors: %llu\n", cpu, f->errors);
+		seq_printf(m, "flusher.%d.last_error: %d\n", cpu,
+			   f->last_error);
+		seq_printf(m, "flusher.%d.runtime_ns: %llu\n", cpu,
+			   f->end_ns - f->start_ns);
+		if (latency) {
+			snprintf(name, sizeof(name), "flusher.%d.latency", cpu);
+			storm_hist_show(m, name, &f->hist);
+		}
+	}
+	if (storm_mode == TLBSTORM_USER) {
+		for_each_cpu(cpu, target_mask) {
+			struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
+
+			seq_printf(m, "worker.%d.touches: %llu\n", cpu,
+				   w->touches);
+			seq_printf(m, "worker.%d.errors: %llu\n", cpu,
+				   w->errors);
+		}
+	}
+	if (latency)
+		storm_hist_show(m, "latency", hist_total);
+	storm_irqs_sum(irqs_before, irqs_after, target_mask, &sum);
+	seq_printf(m, "targets.CAL: %llu\ntargets.RES: %llu\n"
+		   "targets.TLB: %llu\n", sum.cal, sum.res, sum.tlb);
+	storm_irqs_show(m, irqs_before, irqs_after);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tlbstorm_result);
+
+/*
+ * Workers first: each unmaps its page and lets go of the mm. Then the
+ * flushers, which have already let go of it when their loop ended.
+ */
+static void tlbstorm_stop_threads(void)
+{
+	int cpu;
+
+	if (workers)
+		for_each_cpu(cpu, target_mask)
+			storm_thread_stop(&per_cpu_ptr(workers, cpu)->task);
+	for_each_cpu(cpu, flusher_mask)
+		storm_thread_stop(&per_cpu_ptr(flushers, cpu)->task);
+}
+
+/* Drop the mm last: no thread of ours uses it any more. */
+static void tlbstorm_put_mm(void)
+{
+	if (storm_mm) {
+		mmput(storm_mm);
+		storm_mm = NULL;
+	}
+}
+
+/* Runs the storm from release to report; in insmod or in a kthread. */
+static int tlbstorm_run(void *unused)
+{
+	int cpu;
+
+	if (storm_mode == TLBSTORM_USER)
+		wait_for_completion(&workers_all_ready);
+	storm_ctl_wait_ready(&ctl);
+	if (storm_mode == TLBSTORM_USER) {
+		for_each_cpu(cpu, target_mask) {
+			if (per_cpu_ptr(workers, cpu)->errors) {
+				/* a CPU without its worker: no storm */
+				failed = true;
+				storm_ctl_stop(&ctl, false);
+			}
+		}
+	}
+	storm_irqs_snapshot(irqs_before);
+	storm_ctl_go(&ctl, numflush ? 0 : timeout);
+	storm_ctl_wait_done(&ctl);
+	storm_irqs_snapshot(irqs_after);
+	tlbstorm_stop_threads();
+	tlbstorm_put_mm();
+
+	for_each_cpu(cpu, flusher_mask) {
+		struct tlbstorm_flusher *f = per_cpu_ptr(flushers, cpu);
+
+		if (f->errors)
+			failed = true;
+		storm_hist_merge(hist_total, &f->hist);
+	}
+	if (storm_mode == TLBSTORM_USER)
+		for_each_cpu(cpu, target_mask)
+			if (per_cpu_ptr(workers, cpu)->errors)
+				failed = true;
+	tlbstorm_print_results();
+	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("result", 0444, debugfs_dir, NULL,
+			    &tlbstorm_result_fops);
+
+	/* In background mode, wait for rmmod to collect us. */
+	while (background && !kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+static void tlbstorm_free_kpages(void)
+{
+	unsigned long i;
+
+	if (!kpages)
+		return;
+	for (i = 0; i < pages; i++)
+		if (kpages[i])
+			__free_page(kpages[i]);
+	kfree(kpages);
+	kpages = NULL;
+}
+
+static int tlbstorm_alloc_kpages(void)
+{
+	unsigned long i;
+
+	kpages = kcalloc(pages, sizeof(*kpages), GFP_KERNEL);
+	if (!kpages)
+		return -ENOMEM;
+	for (i = 0; i < pages; i++) {
+		kpages[i] = alloc_page(GFP_KERNEL);
+		if (!kpages[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void tlbstorm_free(void)
+{
+	debugfs_remove_recursive(debugfs_dir);
+	tlbstorm_free_kpages();
+	kfree(hist_total);
+	kfree(irqs_after);
+	kfree(irqs_before);
+	free_percpu(workers);
+	free_percpu(flushers);
+	free_cpumask_var(target_mask);
+	free_cpumask_var(flusher_mask);
+}
+
+/* User mode: the loading process lends its mm for the whole run. */
+static int tlbstorm_get_mm(void)
+{
+	if (!current->mm) {
+		pr_err("mode=user: the loading task has no mm to lend\n");
+		return -EINVAL;
+	}
+	/* mm_users, not just mm_count: the mappings must stay usable */
+	mmget(current->mm);
+	storm_mm = current->mm;
+	return 0;
+}
+
+static int tlbstorm_create_threads(void)
+{
+	int cpu, ret;
+
+	if (storm_mode == TLBSTORM_USER) {
+		for_each_cpu(cpu, target_mask) {
+			struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
+
+			w->cpu = cpu;
+			w->task = storm_thread_create(tlbstorm_worker_fn, w,
+						      cpu, KBUILD_MODNAME "-w");
+			if (IS_ERR(w->task)) {
+				ret = PTR_ERR(w->task);
+				w->task = NULL;
+				pr_err("cannot create the worker thread for CPU %d (%d)\n",
+				       cpu, ret);
+				return ret;
+			}
+		}
+	}
+	for_each_cpu(cpu, flusher_mask) {
+		struct tlbstorm_flusher *f = per_cpu_ptr(flushers, cpu);
+
+		f->cpu = cpu;
+		storm_hist_init(&f->hist);
+		f->task = storm_thread_create(tlbstorm_flusher_fn, f, cpu,
+					      KBUILD_MODNAME);
+		if (IS_ERR(f->task)) {
+			ret = PTR_ERR(f->task);
+			f->task = NULL;
+			pr_err("cannot create the flusher thread for CPU %d (%d)\n",
+			       cpu, ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int __init tlbstorm_init(void)
+{
+	int cpu, ret = -ENOMEM;
+
+	if (!zalloc_cpumask_var(&flusher_mask, GFP_KERNEL) ||
+	    !zalloc_cpumask_var(&target_mask, GFP_KERNEL))
+		goto err_free;
+	flushers = alloc_percpu(struct tlbstorm_flusher);
+	workers = alloc_percpu(struct tlbstorm_worker);
+	irqs_before = storm_irqs_alloc();
+	irqs_after = storm_irqs_alloc();
+	hist_total = kmalloc(sizeof(*hist_total), GFP_KERNEL);
+	if (!flushers || !workers || !irqs_before || !irqs_after ||
+	    !hist_total)
+		goto err_free;
+	storm_hist_init(hist_total);
+	atomic_set(&workers_ready, 0);
+	init_completion(&workers_all_ready);
+
+	/* Hold off CPU hotplug while checking and binding to CPUs. */
+	cpus_read_lock();
+	ret = tlbstorm_check_params();
+	if (ret)
+		goto err_unlock;
+	tlbstorm_print_params();
+	if (storm_mode == TLBSTORM_USER)
+		ret = tlbstorm_get_mm();
+	else
+		ret = tlbstorm_alloc_kpages();
+	if (ret)
+		goto err_unlock;
+	storm_ctl_init(&ctl, cpumask_weight(flusher_mask));
+	ret = tlbstorm_create_threads();
+	if (ret)
+		goto err_stop_unlock;
+	cpus_read_unlock();
+
+	/* Workers first: they hold the mm before any flusher is released. */
+	if (storm_mode == TLBSTORM_USER)
+		for_each_cpu(cpu, target_mask)
+			wake_up_process(per_cpu_ptr(workers, cpu)->task);
+	for_each_cpu(cpu, flusher_mask)
+		wake_up_process(per_cpu_ptr(flushers, cpu)->task);
+
+	if (!background)
+		return tlbstorm_run(NULL);
+
+	controller = kthread_run(tlbstorm_run, NULL, KBUILD_MODNAME "/ctl");
+	if (IS_ERR(controller)) {
+		ret = PTR_ERR(controller);
+		controller = NULL;
+		goto err_stop;
+	}
+	get_task_struct(controller);
+	return 0;
+
+err_stop_unlock:
+	cpus_read_unlock();
+err_stop:
+	storm_ctl_stop(&ctl, true);
+	tlbstorm_stop_threads();
+	tlbstorm_put_mm();
+	goto err_free;
+err_unlock:
+	cpus_read_unlock();
+err_free:
+	tlbstorm_free();
+	return ret;
+}
+
+static void __exit tlbstorm_exit(void)
+{
+	if (controller) {
+		/* background storm still running: end it and report */
+		storm_ctl_stop(&ctl, true);
+		storm_thread_stop(&controller);
+	}
+	tlbstorm_free();
+}
+
+module_init(tlbstorm_init);
+module_exit(tlbstorm_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Storms of TLB shootdowns (user mm and kernel range)");
