@@ -161,7 +161,8 @@ BAD = {
 def test_bad_parameter_is_refused_with_reason(guest, name):
     case = guest.case(name)
     assert case.rc != 0
-    assert "Invalid" in case.stderr or "invalid" in case.stderr, case.stderr
+    # EINVAL ("Invalid parameters"), or ERANGE for numbers that overflow
+    assert "could not insert module" in case.stderr, case.stderr
     assert BAD[name] in case.dmesg, case.dmesg
     assert not case.has_result
     assert "End of test" not in case.dmesg
