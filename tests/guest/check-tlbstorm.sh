@@ -1,0 +1,140 @@
+#!/bin/sh
+# check-tlbstorm.sh - tlbstorm cases for the host-side tests
+# (tests/test_tlbstorm_guest.py). Expects 4 online CPUs; the flusher is
+# CPU 0 unless a case says otherwise, so the workers are on CPUs 1-3.
+. tests/guest/lib.sh
+
+TRACE=/sys/kernel/tracing
+TLB_EVENT=$TRACE/events/tlb/tlb_flush
+
+# Record the receiving side of every remote user-mm shootdown
+# (tlb:tlb_flush with reason TLB_REMOTE_SHOOTDOWN = 1): its "pages:" field
+# is the number of pages invalidated one by one, -1 for a full flush.
+tlb_trace_on() {
+	[ -d "$TLB_EVENT" ] || mount -t tracefs nodev "$TRACE" 2>/dev/null
+	[ -w "$TLB_EVENT/enable" ] || return 1
+	echo 'reason == 1' >"$TLB_EVENT/filter" || return 1
+	echo >"$TRACE/trace"
+	echo 1 >"$TLB_EVENT/enable"
+}
+
+# tlb_trace_off CASE: stop and keep the events in the case's directory.
+tlb_trace_off() {
+	[ -w "$TLB_EVENT/enable" ] || return 0
+	echo 0 >"$TLB_EVENT/enable"
+	cat "$TRACE/trace" >"$(case_dir "$1")/trace"
+	echo 0 >"$TLB_EVENT/filter"
+	echo >"$TRACE/trace"
+}
+
+# User mode: the TLB row on the worker CPUs grows with numflush.
+storm_case tlb_user_n100 tlbstorm numflush=100
+storm_case tlb_user_n300 tlbstorm numflush=300
+
+# Only CPU 1 holds the mm: CPUs 2 and 3 see no storm.
+storm_case tlb_targets tlbstorm numflush=200 cpulist=0 targets=1
+
+# Two flushers, two workers: every flush reaches both workers.
+storm_case tlb_two_flushers tlbstorm numflush=100 cpulist=0-1
+
+# One page: single-page invalidation; 64 pages > the ceiling (33): full.
+cat /sys/kernel/debug/x86/tlb_single_page_flush_ceiling \
+	>"$(case_dir tlb_pages1)/flush_ceiling" 2>/dev/null
+tlb_trace_on
+storm_case tlb_pages1 tlbstorm numflush=100 pages=1
+tlb_trace_off tlb_pages1
+tlb_trace_on
+storm_case tlb_pages64 tlbstorm numflush=100 pages=64
+tlb_trace_off tlb_pages64
+
+# Kernel range: an IPI to every other online CPU, in CAL and not in TLB.
+storm_case tlb_kernel tlbstorm mode=kernel numflush=300
+storm_case tlb_kernel_pages64 tlbstorm mode=kernel numflush=200 pages=64
+
+# Timed, delayed, without latency histogram.
+storm_case tlb_timed tlbstorm timeout=2
+storm_case tlb_delay_nolatency tlbstorm numflush=50 delay=1000 latency=0
+
+# Refused parameters: insmod fails, the reason is in dmesg.
+storm_case tlb_bad_cpu_range tlbstorm numflush=10 cpulist=64
+storm_case tlb_bad_targets_range tlbstorm numflush=10 targets=64
+storm_case tlb_bad_cpulist_syntax tlbstorm numflush=10 cpulist=1-x
+storm_case tlb_bad_targets_syntax tlbstorm numflush=10 targets=abc
+storm_case tlb_bad_cpulist_empty tlbstorm numflush=10 cpulist=,
+storm_case tlb_bad_targets_empty tlbstorm numflush=10 targets=,
+storm_case tlb_bad_flusher_in_targets tlbstorm numflush=10 cpulist=1 targets=1-2
+storm_case tlb_bad_no_worker_cpu tlbstorm numflush=10 cpulist=0-3
+storm_case tlb_bad_kernel_no_cpu tlbstorm numflush=10 mode=kernel cpulist=0-3
+storm_case tlb_bad_unbounded tlbstorm numflush=0 timeout=0
+storm_case tlb_bad_pages_zero tlbstorm numflush=10 pages=0
+storm_case tlb_bad_pages_huge tlbstorm numflush=10 pages=4097
+storm_case tlb_bad_mode tlbstorm numflush=10 mode=both
+storm_case tlb_bad_kernel_targets tlbstorm numflush=10 mode=kernel targets=1
+storm_case tlb_bad_numflush_huge tlbstorm numflush=10000000000000
+storm_case tlb_bad_numflush_syntax tlbstorm numflush=lots
+storm_case tlb_bad_timeout_huge tlbstorm timeout=999999999
+storm_case tlb_bad_delay_huge tlbstorm numflush=10 delay=99999999
+
+# Offline CPUs: refused as flusher and as target; the default targets skip them.
+if echo 0 >/sys/devices/system/cpu/cpu3/online; then
+	storm_case tlb_bad_offline_flusher tlbstorm numflush=10 cpulist=3
+	storm_case tlb_bad_offline_target tlbstorm numflush=10 targets=2-3
+	storm_case tlb_user_with_offline tlbstorm numflush=300
+	storm_case tlb_kernel_with_offline tlbstorm mode=kernel numflush=100
+	echo 1 >/sys/devices/system/cpu/cpu3/online
+fi
+
+# background=1 without rmmod: insmod returns at once, the storm ends on
+# its own and its result appears.
+dir=$(case_dir tlb_background_done)
+mark=$(dmesg_mark)
+cat /proc/interrupts >"$dir/interrupts.before"
+insmod "$KO/tlbstorm.ko" numflush=100 background=1 2>"$dir/stderr"
+echo $? >"$dir/rc"
+i=0
+while [ ! -e /sys/kernel/debug/tlbstorm/result ] && [ $i -lt 300 ]; do
+	sleep 1
+	i=$((i + 1))
+done
+cat /proc/interrupts >"$dir/interrupts.after"
+cat /sys/kernel/debug/tlbstorm/result >"$dir/result" 2>/dev/null
+rmmod tlbstorm
+echo $? >"$dir/rmmod_rc"
+dmesg_since "$mark" >"$dir/dmesg"
+
+# background=1: rmmod in the middle of a timed storm stops it promptly.
+dir=$(case_dir tlb_background_rmmod)
+mark=$(dmesg_mark)
+insmod "$KO/tlbstorm.ko" timeout=120 background=1 2>"$dir/stderr"
+echo $? >"$dir/rc"
+sleep 3
+if [ -e /sys/kernel/debug/tlbstorm/result ]; then
+	echo done >"$dir/state_before_rmmod"
+else
+	echo running >"$dir/state_before_rmmod"
+fi
+start=$(date +%s)
+rmmod tlbstorm
+echo $? >"$dir/rmmod_rc"
+echo $(($(date +%s) - start)) >"$dir/stop_seconds"
+grep -c '^tlbstorm ' /proc/modules >"$dir/loaded_after"
+dmesg_since "$mark" >"$dir/dmesg"
+
+# A fatal signal to a foreground insmod ends a timed storm early.
+dir=$(case_dir tlb_signal)
+mark=$(dmesg_mark)
+insmod "$KO/tlbstorm.ko" timeout=120 &
+pid=$!
+sleep 3
+start=$(date +%s)
+kill -TERM "$pid"
+wait "$pid"
+echo $? >"$dir/rc"
+echo $(($(date +%s) - start)) >"$dir/stop_seconds"
+cat /sys/kernel/debug/tlbstorm/result >"$dir/result" 2>/dev/null
+rmmod tlbstorm
+echo $? >"$dir/rmmod_rc"
+dmesg_since "$mark" >"$dir/dmesg"
+
+# After all of that the kernel still storms, on every CPU again.
+storm_case tlb_after tlbstorm numflush=100

@@ -1,0 +1,330 @@
+"""tlbstorm in real guests (6.1 and 6.12, 4 vCPUs): counts and invariants.
+
+The cases run in tests/guest/check-tlbstorm.sh, all in one boot per kernel;
+these tests read what each case left behind. Nothing here looks at times
+beyond coarse "did it stop early" bounds.
+
+A user-mode flush (vm_munmap in the insmod mm) must reach every CPU whose
+worker holds that mm, one TLB-row interrupt per flush; a kernel-range flush
+(vunmap + vm_unmap_aliases) must reach every other online CPU, in the CAL
+row only. Workers share their CPUs with whatever else the guest runs, and a
+CPU that is running something else at that instant is rightly skipped, so
+per-CPU counts are allowed to fall short of one per flush by TOLERANCE.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import assert_clean
+from stormsuite import interrupts, result
+
+TOLERANCE = 0.8         # at least this share of the ideal count
+STRAY = 0.05            # at most this share where no storm should land
+CEILING = 33            # the kernel's default tlb_single_page_flush_ceiling
+PARAMS = {"numflush", "timeout", "pages", "mode", "delay", "latency",
+          "background", "cpulist", "targets"}
+
+
+def ok(case) -> dict[str, str]:
+    """A storm that ran to its end, with a consistent report."""
+    assert case.rc == 0, f"{case.name}: insmod failed: {case.stderr}"
+    res = case.result
+    assert res["storm"] == "tlbstorm"
+    assert res["status"] == "done", res["status"]
+    assert "tlbstorm: End of test: SUCCESS" in case.dmesg
+    assert_clean(case.dmesg)
+    assert {k[len("param."):] for k in res if k.startswith("param.")} \
+        == PARAMS
+    # the dmesg summary and the result file tell the same story
+    summary = summary_of(case)
+    assert summary["flushes"] == res["flushes"]
+    assert summary["TLB"] == res["targets.TLB"]
+    assert summary["CAL"] == res["targets.CAL"]
+    assert summary["status"] == "done"
+    assert summary["counted_in"] == res["counted_in"]
+    assert summary["flush_kind"] == res["flush_kind"]
+    for cpu, f in per_thread(res, "flusher").items():
+        assert f["errors"] == "0", (cpu, f)
+    for cpu, w in per_thread(res, "worker").items():
+        assert w["errors"] == "0", (cpu, w)
+    return res
+
+
+def summary_of(case) -> dict[str, str]:
+    lines = re.findall(r"tlbstorm: summary: (.*)", case.dmesg)
+    assert len(lines) == 1, case.dmesg
+    return dict(kv.split("=", 1) for kv in lines[0].split()
+                if "=" in kv)
+
+
+def per_thread(res: dict[str, str], kind: str) -> dict[int, dict[str, str]]:
+    """flusher.<cpu>.<field> (or worker.) -> {cpu: {field: value}}."""
+    out: dict[int, dict[str, str]] = {}
+    for name, value in res.items():
+        m = re.match(rf"{kind}\.(\d+)\.(.+)$", name)
+        if m:
+            out.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return out
+
+
+def targets(res: dict[str, str]) -> list[int]:
+    return result.cpulist(res["param.targets"])
+
+
+def assert_storm_landed(res, row: str, per_cpu_expected: int) -> None:
+    """Every target CPU got about one `row` interrupt per flush aimed at it,
+    and not (much) more."""
+    got = result.per_cpu(res, row)
+    for cpu in targets(res):
+        assert got[cpu] >= TOLERANCE * per_cpu_expected, (cpu, got)
+        assert got[cpu] <= 1.05 * per_cpu_expected + 5, (cpu, got)
+    assert int(res[f"targets.{row}"]) == sum(got[c] for c in targets(res))
+
+
+def assert_proc_agrees(case, res, row: str) -> None:
+    """/proc/interrupts, read around insmod, saw at least what the module
+    read around the storm itself."""
+    proc = interrupts.per_cpu(case.irq_delta, row)
+    mod = result.per_cpu(res, row)
+    for cpu in targets(res):
+        assert proc[cpu] >= mod[cpu], (cpu, proc, mod)
+
+
+@pytest.mark.parametrize("name,numflush", [("tlb_user_n100", 100),
+                                           ("tlb_user_n300", 300)])
+def test_user_flush_shoots_down_every_worker_cpu(guest, name, numflush):
+    case = guest.case(name)
+    res = ok(case)
+    assert res["mode"] == "user" and res["counted_in"] == "TLB"
+    assert res["param.cpulist"] == "0" and targets(res) == [1, 2, 3]
+    assert int(res["flushes"]) == int(res["flusher.0.flushes"]) == numflush
+    assert_storm_landed(res, "TLB", numflush)
+    assert_proc_agrees(case, res, "TLB")
+    tlb, cal = result.per_cpu(res, "TLB"), result.per_cpu(res, "CAL")
+    # a shootdown IPI arrives on the call-function vector: CAL counts it too
+    for cpu in targets(res):
+        assert cal[cpu] >= tlb[cpu]
+    # the flusher's own flush is local: not in the TLB row
+    assert tlb[0] <= STRAY * numflush
+    # the workers really ran in the mm the whole time
+    workers = per_thread(res, "worker")
+    assert set(workers) == {1, 2, 3}
+    for w in workers.values():
+        assert int(w["touches"]) > 0
+
+
+def test_tlb_count_grows_with_numflush(guest):
+    small = int(ok(guest.case("tlb_user_n100"))["targets.TLB"])
+    large = int(ok(guest.case("tlb_user_n300"))["targets.TLB"])
+    assert large >= 2 * small, (small, large)
+
+
+def test_only_the_target_cpus_are_shot_down(guest):
+    case = guest.case("tlb_targets")
+    res = ok(case)
+    assert targets(res) == [1]
+    assert set(per_thread(res, "worker")) == {1}
+    assert_storm_landed(res, "TLB", 200)
+    tlb = result.per_cpu(res, "TLB")
+    for cpu in (0, 2, 3):
+        assert tlb[cpu] <= STRAY * 200, tlb
+    proc = interrupts.per_cpu(case.irq_delta, "TLB")
+    for cpu in (2, 3):
+        assert proc[cpu] <= STRAY * 200, proc
+
+
+def test_two_flushers_each_reach_every_worker(guest):
+    res = ok(guest.case("tlb_two_flushers"))
+    assert set(per_thread(res, "flusher")) == {0, 1}
+    assert targets(res) == [2, 3]
+    assert int(res["flushes"]) == 200
+    for f in per_thread(res, "flusher").values():
+        assert int(f["flushes"]) == 100
+    assert_storm_landed(res, "TLB", 200)
+
+
+def remote_shootdowns(trace: str) -> dict[int, dict[int, int]]:
+    """tlb:tlb_flush remote-shootdown events: {cpu: {pages: count}}."""
+    out: dict[int, dict[int, int]] = {}
+    for m in re.finditer(r"\[(\d+)\].*tlb_flush: pages:(-?\d+) "
+                         r"reason:remote shootdown", trace):
+        cpu, pages = int(m.group(1)), int(m.group(2))
+        out.setdefault(cpu, {}).setdefault(pages, 0)
+        out[cpu][pages] += 1
+    return out
+
+
+@pytest.mark.parametrize("name,kind,pages", [("tlb_pages1", "single", 1),
+                                             ("tlb_pages64", "full", -1)])
+def test_flush_kind_is_what_the_targets_did(guest, name, kind, pages):
+    """pages=1 invalidates that one page on each target; pages=64 is above
+    the ceiling of 33 and flushes the whole TLB. `pages` is what the
+    targets' tlb:tlb_flush events say: pages invalidated, -1 for all."""
+    case = guest.case(name)
+    res = ok(case)
+    assert res["flush_kind"] == kind
+    assert res["flush_ceiling"] == str(CEILING)
+    ceiling = guest.case("tlb_pages1").file("flush_ceiling").strip()
+    if ceiling:
+        # the module's expectation rests on the default ceiling
+        assert int(ceiling) == CEILING
+    assert_storm_landed(res, "TLB", 100)
+    trace = case.file("trace")
+    assert "tlb_flush" in trace, f"{name}: no tlb:tlb_flush events traced"
+    events = remote_shootdowns(trace)
+    for cpu in targets(res):
+        seen = events.get(cpu, {})
+        assert seen.get(pages, 0) >= TOLERANCE * 100, (cpu, seen)
+        other = sum(n for p, n in seen.items() if p != pages)
+        assert other <= STRAY * 100, (cpu, seen)
+
+
+@pytest.mark.parametrize("name,numflush,kind", [
+    ("tlb_kernel", 300, "range"), ("tlb_kernel_pages64", 200, "full")])
+def test_kernel_range_flush_reaches_every_other_cpu_in_cal(guest, name,
+                                                           numflush, kind):
+    case = guest.case(name)
+    res = ok(case)
+    assert res["mode"] == "kernel" and res["counted_in"] == "CAL"
+    assert res["flush_kind"] == kind
+    assert targets(res) == [1, 2, 3]
+    assert int(res["flushes"]) == numflush
+    assert not per_thread(res, "worker")
+    assert_storm_landed(res, "CAL", numflush)
+    assert_proc_agrees(case, res, "CAL")
+    # flush_tlb_kernel_range never runs flush_tlb_func: nothing in TLB
+    tlb = result.per_cpu(res, "TLB")
+    for cpu in (0, 1, 2, 3):
+        assert tlb[cpu] <= STRAY * numflush, tlb
+
+
+def test_default_targets_skip_an_offline_cpu(guest):
+    res = ok(guest.case("tlb_user_with_offline"))
+    assert res["cpus_online"] == "0-2"
+    assert targets(res) == [1, 2]
+    assert_storm_landed(res, "TLB", 300)
+    res = ok(guest.case("tlb_kernel_with_offline"))
+    assert targets(res) == [1, 2]
+    assert_storm_landed(res, "CAL", 100)
+    assert "irq.3.CAL" not in res
+
+
+def test_timed_mode_runs_until_timeout(guest):
+    res = ok(guest.case("tlb_timed"))
+    assert res["param.numflush"] == "0"
+    assert int(res["flushes"]) > 0
+    assert int(res["runtime_ns"]) >= 2 * 10**9
+    assert_storm_landed(res, "TLB", int(res["flushes"]))
+
+
+def test_delay_and_no_latency_histogram(guest):
+    res = ok(guest.case("tlb_delay_nolatency"))
+    assert res["param.delay"] == "1000" and res["param.latency"] == "0"
+    assert int(res["flushes"]) == 50
+    hist = [k for k in res if "latency" in k and not k.startswith("param.")]
+    assert not hist, hist
+    assert_storm_landed(res, "TLB", 50)
+
+
+@pytest.mark.parametrize("name", ["tlb_user_n300", "tlb_kernel"])
+def test_latency_histogram_counts_every_flush(guest, name):
+    res = ok(guest.case(name))
+    for prefix in ("latency", "flusher.0.latency"):
+        hist = result.histogram(res, prefix)
+        assert hist is not None
+        assert hist.count == int(res["flushes"]) == \
+            sum(c for _, c in hist.buckets)
+        p50, p99 = hist.percentile(50), hist.percentile(99)
+        assert hist.min_ns <= p50 <= p99 <= hist.max_ns
+
+
+BAD = {
+    "tlb_bad_cpu_range": "cpulist=64: not a valid CPU list",
+    "tlb_bad_targets_range": "targets=64: not a valid CPU list",
+    "tlb_bad_cpulist_syntax": "cpulist=1-x: not a valid CPU list",
+    "tlb_bad_targets_syntax": "targets=abc: not a valid CPU list",
+    "tlb_bad_cpulist_empty": "cpulist=,: empty CPU list",
+    "tlb_bad_targets_empty": "targets=,: empty CPU list",
+    "tlb_bad_flusher_in_targets": "targets=1-2: CPU 1 is also a flusher",
+    "tlb_bad_no_worker_cpu": "mode=user: no online CPU outside cpulist=0-3",
+    "tlb_bad_kernel_no_cpu": "mode=kernel: no online CPU outside cpulist=0-3",
+    "tlb_bad_unbounded": "numflush=0 and timeout=0",
+    "tlb_bad_pages_zero": "pages=0: a flush needs at least one page",
+    "tlb_bad_pages_huge": "pages=4097: out of range",
+    "tlb_bad_mode": "mode=both: unknown mode",
+    "tlb_bad_kernel_targets": "targets= is for mode=user",
+    "tlb_bad_numflush_huge": "numflush=10000000000000: out of range",
+    "tlb_bad_numflush_syntax": "invalid for parameter `numflush'",
+    "tlb_bad_timeout_huge": "timeout=999999999: out of range",
+    "tlb_bad_delay_huge": "delay=99999999: out of range",
+    "tlb_bad_offline_flusher": "cpulist=3: CPU 3 is not online",
+    "tlb_bad_offline_target": "targets=2-3: CPU 3 is not online",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_parameter_is_refused_with_reason(guest, name):
+    case = guest.case(name)
+    assert case.rc != 0
+    assert "Invalid" in case.stderr or "invalid" in case.stderr, case.stderr
+    reasons = [line for line in case.dmesg.splitlines()
+               if BAD[name] in line]
+    assert len(reasons) == 1, case.dmesg
+    assert not case.has_result
+    assert not case.file("rmmod_rc"), "module stayed loaded"
+    assert "End of test" not in case.dmesg
+    assert "flush_kind=" not in case.dmesg, "the storm started"
+    assert_clean(case.dmesg)
+
+
+def test_background_storm_finishes_on_its_own(guest):
+    case = guest.case("tlb_background_done")
+    res = case.result
+    assert case.rc == 0
+    assert res["status"] == "done" and res["param.background"] == "1"
+    assert int(res["flushes"]) == 100
+    # the shell polling for the result competes with the workers here
+    assert int(res["targets.TLB"]) >= 0.5 * 300, res["targets.TLB"]
+    assert case.file("rmmod_rc").strip() == "0"
+    assert "tlbstorm: End of test: SUCCESS" in case.dmesg
+    assert_clean(case.dmesg)
+
+
+def test_rmmod_stops_background_storm_promptly(guest):
+    case = guest.case("tlb_background_rmmod")
+    assert case.rc == 0
+    assert case.file("state_before_rmmod").strip() == "running"
+    assert case.file("rmmod_rc").strip() == "0"
+    assert case.file("loaded_after").strip() == "0"
+    # far below the 120 s the storm was set to run
+    assert int(case.file("stop_seconds")) <= 30
+    summary = summary_of(case)
+    assert summary["status"] == "interrupted"
+    assert int(summary["flushes"]) > 0
+    assert int(summary["runtime"]) < 60 * 10**9
+    assert "End of test: FAILURE (interrupted)" in case.dmesg
+    assert_clean(case.dmesg)
+
+
+def test_signal_to_insmod_ends_storm_early(guest):
+    case = guest.case("tlb_signal")
+    assert case.rc != 0     # insmod died of the signal
+    res = case.result
+    assert res["status"] == "interrupted"
+    assert int(res["flushes"]) > 0
+    assert int(res["runtime_ns"]) < 60 * 10**9
+    assert int(case.file("stop_seconds")) <= 10
+    assert "stopping the storm early" in case.dmesg
+    assert "End of test: FAILURE (interrupted)" in case.dmesg
+    assert case.file("rmmod_rc").strip() == "0"
+    assert_clean(case.dmesg)
+
+
+def test_kernel_still_storms_after_everything(guest):
+    res = ok(guest.case("tlb_after"))
+    assert res["cpus_online"] == "0-3"
+    assert targets(res) == [1, 2, 3]
+    assert_storm_landed(res, "TLB", 100)
