@@ -86,7 +86,8 @@ class GuestRun:
 _runs: dict[tuple[str, str], GuestRun] = {}
 
 
-def boot(kernel: str, append: str = "", group: str = "full") -> GuestRun:
+def boot(kernel: str, append: str = "", group: str = "full",
+         cpus: int = GUEST_CPUS) -> GuestRun:
     """Boot once per (kernel, append, group) for the whole session."""
     key = (kernel, f"{append}|{group}")
     if key in _runs:
@@ -97,7 +98,7 @@ def boot(kernel: str, append: str = "", group: str = "full") -> GuestRun:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     cmd = [str(REPO / "scripts" / "storm"), "vm", "--kernel", kernel,
-           "--cpus", str(GUEST_CPUS), "--timeout", str(GUEST_TIMEOUT),
+           "--cpus", str(cpus), "--timeout", str(GUEST_TIMEOUT),
            "--rwdir", str(out)]
     if append:
         cmd += ["--append", append]
@@ -120,3 +121,11 @@ def guest(request) -> GuestRun:
 def assert_clean(log: str) -> None:
     bad = dmesg.problems(log)
     assert not bad, "kernel problems in dmesg:\n" + "\n".join(bad)
+
+
+def pytest_collection_modifyitems(items):
+    """Every test in a *_guest.py file boots guests: mark it `guest`, so
+    `storm test -m 'not guest'` runs the unit tests alone."""
+    for item in items:
+        if item.fspath.basename.endswith("_guest.py"):
+            item.add_marker(pytest.mark.guest)
