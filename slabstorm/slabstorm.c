@@ -1,0 +1,1089 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * slabstorm - what creating, shrinking and destroying kmem caches costs in
+ * cross-CPU interrupts, with a cross-CPU alloc/free control.
+ *
+ *  mode=create  one thread on CPU cpu= creates a cache (a unique name and a
+ *               constructor, so SLUB never merges it into another cache),
+ *               lets every CPU of cpulist allocate and free fill objects
+ *               from it (touch), shrinks it (shrink=1) and destroys it;
+ *               numcache times or, with numcache=0, for timeout seconds.
+ *  mode=rcu     the same with SLAB_TYPESAFE_BY_RCU caches.
+ *  mode=shrink  one cache; every round the CPUs of cpulist touch it, then
+ *               the thread on cpu= calls kmem_cache_shrink() on it.
+ *  mode=remote  one cache; every CPU of cpulist allocates numobj objects
+ *               and frees those of the CPU before it in the list: frees
+ *               that are all cross-CPU, a control that should cost no IPIs.
+ *
+ * Each create, touch, shrink and destroy call is timed on its own and the
+ * IPI counters of every CPU are read just before and after it, so the
+ * result states how many IPIs a cache creation or a destroy cost, and on
+ * which CPUs they landed. insmod returns when the storm is over; the result
+ * stays in /sys/kernel/debug/slabstorm/result until rmmod. No cache or
+ * object of the storm outlives the run.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/cpu.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/clock.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/version.h>
+#include <linux/workqueue.h>
+
+#include "storm.h"
+
+static char *mode = "create";
+module_param(mode, charp, 0444);
+MODULE_PARM_DESC(mode, "create, rcu (SLAB_TYPESAFE_BY_RCU caches), shrink or remote (default create)");
+
+static unsigned long numcache;
+module_param(numcache, ulong, 0444);
+MODULE_PARM_DESC(numcache, "create/rcu: caches to create and destroy; shrink: touch+shrink rounds; 0 = timed run (default 0)");
+
+static unsigned long numobj;
+module_param(numobj, ulong, 0444);
+MODULE_PARM_DESC(numobj, "remote: objects each CPU of cpulist allocates; 0 = timed run (default 0)");
+
+static unsigned long timeout = 30;
+module_param(timeout, ulong, 0444);
+MODULE_PARM_DESC(timeout, "Seconds to run when the count is 0 (default 30)");
+
+static unsigned long objsize = 64;
+module_param(objsize, ulong, 0444);
+MODULE_PARM_DESC(objsize, "Object size in bytes, 1..65536 (default 64)");
+
+static unsigned long fill = 1;
+module_param(fill, ulong, 0444);
+MODULE_PARM_DESC(fill, "Objects each CPU of cpulist allocates, then frees, per touch, 1..4096 (default 1)");
+
+static bool shrink;
+module_param(shrink, bool, 0444);
+MODULE_PARM_DESC(shrink, "create/rcu: kmem_cache_shrink each cache before destroying it (default 0)");
+
+static int cpu = -1;
+module_param(cpu, int, 0444);
+MODULE_PARM_DESC(cpu, "create/rcu/shrink: CPU that creates, shrinks and destroys (default the first online CPU)");
+
+static char *cpulist;
+module_param(cpulist, charp, 0444);
+MODULE_PARM_DESC(cpulist, "CPUs that touch the caches (create/rcu default none, shrink default all online) or that allocate and free (remote, default the first two online)");
+
+static bool latency = true;
+module_param(latency, bool, 0444);
+MODULE_PARM_DESC(latency, "Time every call into a histogram per phase (default 1)");
+
+static bool background;
+module_param(background, bool, 0444);
+MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
+
+#define SLABSTORM_MAX_OBJSIZE	65536UL
+#define SLABSTORM_MAX_FILL	4096UL
+#define SLABSTORM_RING		256	/* objects in flight per remote CPU */
+#define SLABSTORM_NAME_LEN	32
+
+enum slabstorm_mode {
+	SLABSTORM_CREATE,
+	SLABSTORM_RCU,
+	SLABSTORM_SHRINK,
+	SLABSTORM_REMOTE,
+};
+
+static const char * const slabstorm_mode_name[] = {
+	[SLABSTORM_CREATE]	= "create",
+	[SLABSTORM_RCU]		= "rcu",
+	[SLABSTORM_SHRINK]	= "shrink",
+	[SLABSTORM_REMOTE]	= "remote",
+};
+
+enum slabstorm_phase_id {
+	PH_CREATE,		/* kmem_cache_create */
+	PH_TOUCH,		/* every CPU of cpulist allocates and frees */
+	PH_SHRINK,		/* kmem_cache_shrink */
+	PH_DESTROY,		/* kmem_cache_destroy */
+	PH_ALLOC,		/* remote: kmem_cache_alloc */
+	PH_FREE,		/* remote: kmem_cache_free of another CPU's object */
+	NR_PHASES,
+};
+
+static const char * const slabstorm_phase_name[] = {
+	[PH_CREATE]	= "create",
+	[PH_TOUCH]	= "touch",
+	[PH_SHRINK]	= "shrink",
+	[PH_DESTROY]	= "destroy",
+	[PH_ALLOC]	= "alloc",
+	[PH_FREE]	= "free",
+};
+
+/* The phases each mode reports, in the order they run. */
+static const unsigned long slabstorm_mode_phases[] = {
+	[SLABSTORM_CREATE] = BIT(PH_CREATE) | BIT(PH_TOUCH) | BIT(PH_SHRINK) |
+			     BIT(PH_DESTROY),
+	[SLABSTORM_RCU]	   = BIT(PH_CREATE) | BIT(PH_TOUCH) | BIT(PH_SHRINK) |
+			     BIT(PH_DESTROY),
+	[SLABSTORM_SHRINK] = BIT(PH_TOUCH) | BIT(PH_SHRINK),
+	[SLABSTORM_REMOTE] = BIT(PH_ALLOC) | BIT(PH_FREE),
+};
+
+struct slabstorm_phase {
+	u64 count;			/* calls */
+	struct storm_irqs *irqs;	/* per CPU, summed over the calls */
+	struct storm_hist hist;
+};
+
+/* Single producer (the owning CPU), single consumer (the next CPU). */
+struct slabstorm_ring {
+	unsigned long head ____cacheline_aligned_in_smp;
+	bool done;			/* the producer will push no more */
+	unsigned long tail ____cacheline_aligned_in_smp;
+	void *slot[SLABSTORM_RING] ____cacheline_aligned_in_smp;
+};
+
+/* One per CPU of cpulist: a touch helper, or a remote worker. */
+struct slabstorm_cpu {
+	int cpu;
+	struct task_struct *task;
+	/* touch helper */
+	struct completion go;		/* one touch requested */
+	bool quit;
+	void **objs;			/* fill slots */
+	u64 touched;			/* objects allocated and freed */
+	/* remote worker */
+	int from;			/* frees the objects of this CPU */
+	u64 allocs, frees;
+	int error;
+	u64 start_ns, end_ns;
+	struct slabstorm_ring ring;	/* objects allocated here */
+	struct storm_hist alloc_hist, free_hist;
+};
+
+static enum slabstorm_mode smode;
+static int home = -1;			/* the CPU of the main thread */
+static struct slabstorm_cpu __percpu *pcpus;
+static cpumask_var_t touch_mask;	/* cpulist */
+static struct slabstorm_phase phases[NR_PHASES];
+static struct storm_ctl ctl;
+static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_irqs *snap_prev, *snap_cur;
+static struct task_struct *main_task;
+static struct task_struct *controller;
+static struct dentry *debugfs_dir;
+static struct kmem_cache *fixed_cache;	/* shrink and remote */
+/*
+ * kmem_cache_create() keeps its own copy of the name (kstrdup_const in
+ * 6.1 and 6.12), so one buffer serves every cache; it still stays intact
+ * from create to destroy of each.
+ */
+static char cache_name[SLABSTORM_NAME_LEN];
+static u64 ops;				/* caches, or shrink rounds */
+static int main_error;
+static u64 drained;			/* remote objects freed at teardown */
+static u64 rcu_release_ns;
+static bool failed;
+
+/* A touch round: the main thread asks every helper, waits for the last. */
+static struct kmem_cache *touch_cache;
+static atomic_t touch_pending;
+static struct completion touch_done;
+static int touch_error;
+
+/* A constructor makes the cache unmergeable: each create is a real one. */
+static void slabstorm_ctor(void *obj)
+{
+}
+
+/* Threads stay until kthread_stop() so the controller owns their lifetime. */
+static void slabstorm_wait_stop(void)
+{
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+}
+
+static u64 slabstorm_clock(void)
+{
+	return latency ? local_clock() : 0;
+}
+
+static bool slabstorm_has_phase(enum slabstorm_phase_id p)
+{
+	return slabstorm_mode_phases[smode] & BIT(p);
+}
+
+/* Per-phase IPI counts are taken by the main thread, not in remote mode. */
+static bool slabstorm_phase_irqs(enum slabstorm_phase_id p)
+{
+	return p != PH_ALLOC && p != PH_FREE;
+}
+
+/* ---------------------------------------------------------------------
+ * Main thread: create, touch, shrink, destroy.
+ */
+
+/* The counters as they are now: the start of a run of phases. */
+static void slabstorm_phase_start(void)
+{
+	storm_irqs_snapshot(snap_prev);
+}
+
+/*
+ * One call of phase @p, started at @t0, has returned: time it, then charge
+ * it the IPIs since the previous snapshot. The snapshot is taken after the
+ * clock is read, so it is never part of the time, and it starts the next
+ * phase of the same cache.
+ */
+static void slabstorm_phase_end(enum slabstorm_phase_id p, u64 t0)
+{
+	struct slabstorm_phase *ph = &phases[p];
+	struct storm_irqs d;
+	int c;
+
+	if (latency)
+		storm_hist_add(&ph->hist, local_clock() - t0);
+	ph->count++;
+	storm_irqs_snapshot(snap_cur);
+	for_each_possible_cpu(c) {
+		storm_irqs_delta(snap_prev, snap_cur, c, &d);
+		ph->irqs[c].cal += d.cal;
+		ph->irqs[c].res += d.res;
+		ph->irqs[c].tlb += d.tlb;
+	}
+	swap(snap_prev, snap_cur);
+}
+
+/* Helper side: allocate fill objects here, then free them all. */
+static int slabstorm_touch_here(struct slabstorm_cpu *c, struct kmem_cache *s)
+{
+	unsigned long i, n;
+	int ret = 0;
+
+	for (n = 0; n < fill; n++) {
+		c->objs[n] = kmem_cache_alloc(s, GFP_KERNEL);
+		if (!c->objs[n]) {
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	for (i = 0; i < n; i++)
+		kmem_cache_free(s, c->objs[i]);
+	c->touched += n;
+	return ret;
+}
+
+static int slabstorm_touch_fn(void *arg)
+{
+	struct slabstorm_cpu *c = arg;
+	int ret;
+
+	for (;;) {
+		/* interruptible: an idle helper is not a hung task */
+		if (wait_for_completion_interruptible(&c->go))
+			continue;
+		if (READ_ONCE(c->quit))
+			break;
+		ret = slabstorm_touch_here(c, touch_cache);
+		if (ret)
+			WRITE_ONCE(touch_error, ret);
+		if (atomic_dec_and_test(&touch_pending))
+			complete(&touch_done);
+	}
+	slabstorm_wait_stop();
+	return 0;
+}
+
+/* Main side: every CPU of cpulist touches @s; returns when all have. */
+static int slabstorm_touch(struct kmem_cache *s)
+{
+	int c;
+
+	touch_cache = s;
+	WRITE_ONCE(touch_error, 0);
+	reinit_completion(&touch_done);
+	atomic_set(&touch_pending, cpumask_weight(touch_mask));
+	for_each_cpu(c, touch_mask)
+		complete(&per_cpu_ptr(pcpus, c)->go);
+	wait_for_completion(&touch_done);
+	return READ_ONCE(touch_error);
+}
+
+/* create/rcu: one cache from create to destroy. */
+static int slabstorm_one_cache(void)
+{
+	slab_flags_t flags = smode == SLABSTORM_RCU ? SLAB_TYPESAFE_BY_RCU : 0;
+	struct kmem_cache *s;
+	int ret = 0;
+	u64 t0;
+
+	snprintf(cache_name, sizeof(cache_name), KBUILD_MODNAME "-%llu", ops);
+	slabstorm_phase_start();
+	t0 = slabstorm_clock();
+	s = kmem_cache_create(cache_name, objsize, 0, flags, slabstorm_ctor);
+	slabstorm_phase_end(PH_CREATE, t0);
+	if (!s)
+		return -ENOMEM;
+
+	if (!cpumask_empty(touch_mask)) {
+		t0 = slabstorm_clock();
+		ret = slabstorm_touch(s);
+		slabstorm_phase_end(PH_TOUCH, t0);
+	}
+	if (shrink && !ret) {
+		t0 = slabstorm_clock();
+		kmem_cache_shrink(s);
+		slabstorm_phase_end(PH_SHRINK, t0);
+	}
+	t0 = slabstorm_clock();
+	kmem_cache_destroy(s);
+	slabstorm_phase_end(PH_DESTROY, t0);
+	ops++;
+	return ret;
+}
+
+/* shrink: fill the CPUs' slabs of the one cache, then shrink it. */
+static int slabstorm_shrink_round(void)
+{
+	int ret;
+	u64 t0;
+
+	slabstorm_phase_start();
+	t0 = slabstorm_clock();
+	ret = slabstorm_touch(fixed_cache);
+	slabstorm_phase_end(PH_TOUCH, t0);
+	t0 = slabstorm_clock();
+	kmem_cache_shrink(fixed_cache);
+	slabstorm_phase_end(PH_SHRINK, t0);
+	ops++;
+	return ret;
+}
+
+/*
+ * Before 6.12, kmem_cache_destroy() of a SLAB_TYPESAFE_BY_RCU cache only
+ * queues it: a work item on system_wq frees it, and removes it from
+ * /sys/kernel/slab, after an rcu_barrier(). Wait for that, so no cache of
+ * the storm outlives the run. From 6.12 on the destroy itself waits.
+ */
+static void slabstorm_rcu_release(void)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+	u64 t0;
+
+	if (smode != SLABSTORM_RCU)
+		return;
+	t0 = ktime_get_ns();
+	rcu_barrier();
+	flush_scheduled_work();
+	rcu_release_ns = ktime_get_ns() - t0;
+#endif
+}
+
+static int slabstorm_main_fn(void *unused)
+{
+	int ret = 0;
+
+	storm_worker_ready(&ctl);
+	while (!numcache || ops < numcache) {
+		if (storm_should_stop(&ctl))
+			break;
+		if (smode == SLABSTORM_SHRINK)
+			ret = slabstorm_shrink_round();
+		else
+			ret = slabstorm_one_cache();
+		if (ret)
+			break;
+		cond_resched();
+	}
+	main_error = ret;
+	slabstorm_rcu_release();
+	storm_worker_done(&ctl);
+	slabstorm_wait_stop();
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Remote workers: allocate here, free what the previous CPU allocated.
+ */
+static bool slabstorm_ring_full(const struct slabstorm_ring *r)
+{
+	return r->head - smp_load_acquire(&r->tail) >= SLABSTORM_RING;
+}
+
+/* Producer only, and only after slabstorm_ring_full() said no. */
+static void slabstorm_ring_push(struct slabstorm_ring *r, void *obj)
+{
+	r->slot[r->head % SLABSTORM_RING] = obj;
+	smp_store_release(&r->head, r->head + 1);
+}
+
+static bool slabstorm_ring_empty(const struct slabstorm_ring *r)
+{
+	return r->tail == smp_load_acquire(&r->head);
+}
+
+/* Consumer only (or anyone once the producer is gone). */
+static void *slabstorm_ring_pop(struct slabstorm_ring *r)
+{
+	unsigned long tail = r->tail;
+	void *obj;
+
+	if (tail == smp_load_acquire(&r->head))
+		return NULL;
+	obj = r->slot[tail % SLABSTORM_RING];
+	smp_store_release(&r->tail, tail + 1);
+	return obj;
+}
+
+/*
+ * Both sides spin, never sleep: a wakeup would itself be an IPI, and this
+ * mode is the control that should show none.
+ */
+static int slabstorm_remote_fn(void *arg)
+{
+	struct slabstorm_cpu *c = arg;
+	struct slabstorm_ring *out = &c->ring;
+	struct slabstorm_ring *in = &per_cpu_ptr(pcpus, c->from)->ring;
+	bool producing = true;
+	unsigned long loops = 0;
+	void *obj;
+	u64 t0;
+
+	storm_worker_ready(&ctl);
+	c->start_ns = ktime_get_ns();
+	for (;;) {
+		bool busy = false;
+
+		if (producing && ((numobj && c->allocs >= numobj) ||
+				  c->error || storm_should_stop(&ctl))) {
+			producing = false;
+			smp_store_release(&out->done, true);
+		}
+		if (producing && !slabstorm_ring_full(out)) {
+			t0 = slabstorm_clock();
+			obj = kmem_cache_alloc(fixed_cache, GFP_KERNEL);
+			if (latency)
+				storm_hist_add(&c->alloc_hist, local_clock() - t0);
+			if (obj) {
+				slabstorm_ring_push(out, obj);
+				c->allocs++;
+			} else {
+				c->error = -ENOMEM;
+				storm_ctl_stop(&ctl, false);
+			}
+			busy = true;
+		}
+		obj = slabstorm_ring_pop(in);
+		if (obj) {
+			t0 = slabstorm_clock();
+			kmem_cache_free(fixed_cache, obj);
+			if (latency)
+				storm_hist_add(&c->free_hist, local_clock() - t0);
+			c->frees++;
+			busy = true;
+		} else if (!producing && smp_load_acquire(&in->done) &&
+			   slabstorm_ring_empty(in)) {
+			/* done is released after the last push: none follows */
+			break;
+		} else if (!busy) {
+			cpu_relax();
+		}
+		if (!(++loops % 64))
+			cond_resched();
+	}
+	c->end_ns = ktime_get_ns();
+	storm_worker_done(&ctl);
+	slabstorm_wait_stop();
+	return 0;
+}
+
+/*
+ * Every worker empties its ring before it stops, so this finds nothing
+ * after a normal run (the result counts it as drained, and a failure); it
+ * is here so that no object can outlive the cache on any exit path.
+ */
+static void slabstorm_drain_rings(void)
+{
+	void *obj;
+	int c;
+
+	if (smode != SLABSTORM_REMOTE || !pcpus || !fixed_cache)
+		return;
+	for_each_cpu(c, touch_mask) {
+		while ((obj = slabstorm_ring_pop(&per_cpu_ptr(pcpus, c)->ring))) {
+			kmem_cache_free(fixed_cache, obj);
+			drained++;
+		}
+	}
+}
+
+static void slabstorm_destroy_fixed(void)
+{
+	if (!fixed_cache)
+		return;
+	slabstorm_drain_rings();
+	kmem_cache_destroy(fixed_cache);
+	fixed_cache = NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Parameters.
+ */
+static void slabstorm_print_params(void)
+{
+	pr_info("mode=%s numcache=%lu numobj=%lu timeout=%lu objsize=%lu fill=%lu shrink=%d cpu=%d latency=%d background=%d cpulist=%*pbl\n",
+		slabstorm_mode_name[smode], numcache, numobj, timeout, objsize,
+		fill, shrink, home, latency, background,
+		cpumask_pr_args(touch_mask));
+}
+
+static int slabstorm_check_cpu(void)
+{
+	if (smode == SLABSTORM_REMOTE) {
+		if (cpu != -1) {
+			pr_err("cpu=%d: mode=remote has no main thread; cpulist= picks its CPUs\n",
+			       cpu);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (cpu == -1) {
+		home = cpumask_first(cpu_online_mask);
+		return 0;
+	}
+	if (cpu < 0 || cpu >= nr_cpu_ids) {
+		pr_err("cpu=%d: not a CPU number below %u\n", cpu, nr_cpu_ids);
+		return -EINVAL;
+	}
+	if (!cpu_online(cpu)) {
+		pr_err("cpu=%d: CPU %d is not online\n", cpu, cpu);
+		return -EINVAL;
+	}
+	home = cpu;
+	return 0;
+}
+
+static int slabstorm_check_cpulist(void)
+{
+	int first, second;
+
+	switch (smode) {
+	case SLABSTORM_CREATE:
+	case SLABSTORM_RCU:
+		return storm_parse_cpulist("cpulist", cpulist, touch_mask,
+					   cpu_none_mask);
+	case SLABSTORM_SHRINK:
+		return storm_parse_cpulist("cpulist", cpulist, touch_mask,
+					   cpu_online_mask);
+	case SLABSTORM_REMOTE:
+		break;
+	}
+
+	if (cpulist) {
+		if (storm_parse_cpulist("cpulist", cpulist, touch_mask,
+					cpu_online_mask))
+			return -EINVAL;
+		if (cpumask_weight(touch_mask) < 2) {
+			pr_err("cpulist=%s: mode=remote needs two CPUs or more, to free on another CPU\n",
+			       cpulist);
+			return -EINVAL;
+		}
+		return 0;
+	}
+
+	first = cpumask_first(cpu_online_mask);
+	second = cpumask_next(first, cpu_online_mask);
+	if (second >= nr_cpu_ids) {
+		pr_err("mode=remote needs a second online CPU\n");
+		return -EINVAL;
+	}
+	cpumask_clear(touch_mask);
+	cpumask_set_cpu(first, touch_mask);
+	cpumask_set_cpu(second, touch_mask);
+	return 0;
+}
+
+static int slabstorm_check_params(void)
+{
+	const char *count_name;
+	unsigned long count;
+	int ret;
+
+	ret = match_string(slabstorm_mode_name,
+			   ARRAY_SIZE(slabstorm_mode_name), mode);
+	if (ret < 0) {
+		pr_err("mode=%s: unknown mode (create, rcu, shrink, remote)\n",
+		       mode);
+		return -EINVAL;
+	}
+	smode = ret;
+
+	ret = slabstorm_check_cpu() ?: slabstorm_check_cpulist();
+	if (ret)
+		return ret;
+
+	if (smode == SLABSTORM_REMOTE) {
+		count_name = "numobj";
+		count = numobj;
+		if (numcache) {
+			pr_err("numcache=%lu: mode=remote counts objects, use numobj=\n",
+			       numcache);
+			return -EINVAL;
+		}
+	} else {
+		count_name = "numcache";
+		count = numcache;
+		if (numobj) {
+			pr_err("numobj=%lu: only mode=remote counts objects, mode=%s counts numcache=\n",
+			       numobj, mode);
+			return -EINVAL;
+		}
+	}
+	if (!count && !timeout) {
+		pr_err("%s=0 and timeout=0: nothing bounds the storm\n",
+		       count_name);
+		return -EINVAL;
+	}
+	if (!objsize) {
+		pr_err("objsize=0: objects need at least one byte\n");
+		return -EINVAL;
+	}
+	if (!fill) {
+		pr_err("fill=0: a touch allocates at least one object\n");
+		return -EINVAL;
+	}
+	ret = storm_check_range(count_name, count, STORM_MAX_COUNT) ?:
+	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
+	      storm_check_range("objsize", objsize, SLABSTORM_MAX_OBJSIZE) ?:
+	      storm_check_range("fill", fill, SLABSTORM_MAX_FILL);
+	if (ret)
+		return ret;
+	if (shrink && smode != SLABSTORM_CREATE && smode != SLABSTORM_RCU) {
+		pr_err("shrink=1 is for mode=create and mode=rcu (mode=shrink always shrinks)\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Results.
+ */
+static void slabstorm_phase_sum(enum slabstorm_phase_id p,
+				struct storm_irqs *sum)
+{
+	int c;
+
+	memset(sum, 0, sizeof(*sum));
+	for_each_online_cpu(c) {
+		sum->cal += phases[p].irqs[c].cal;
+		sum->res += phases[p].irqs[c].res;
+		sum->tlb += phases[p].irqs[c].tlb;
+	}
+}
+
+/* IPIs are what arrives as CAL (TLB shootdowns included) or RES. */
+static u64 slabstorm_ipis(const struct storm_irqs *s)
+{
+	return s->cal + s->res;
+}
+
+static u64 slabstorm_per_op_milli(u64 ipis, u64 n)
+{
+	return n ? div64_u64(ipis * 1000, n) : 0;
+}
+
+/* What one op of the mode is: a cache, a shrink round, a remote free. */
+static u64 slabstorm_ops(void)
+{
+	return smode == SLABSTORM_REMOTE ? phases[PH_FREE].count : ops;
+}
+
+static const char *slabstorm_ops_name(void)
+{
+	switch (smode) {
+	case SLABSTORM_SHRINK:
+		return "rounds";
+	case SLABSTORM_REMOTE:
+		return "frees";
+	default:
+		return "caches";
+	}
+}
+
+static u64 slabstorm_outstanding(void)
+{
+	return phases[PH_ALLOC].count - phases[PH_FREE].count;
+}
+
+/* After the run: merge the remote workers, decide whether it failed. */
+static void slabstorm_collect(void)
+{
+	int c;
+
+	if (main_error || READ_ONCE(touch_error))
+		failed = true;
+	if (smode != SLABSTORM_REMOTE)
+		return;
+	for_each_cpu(c, touch_mask) {
+		struct slabstorm_cpu *w = per_cpu_ptr(pcpus, c);
+
+		phases[PH_ALLOC].count += w->allocs;
+		phases[PH_FREE].count += w->frees;
+		storm_hist_merge(&phases[PH_ALLOC].hist, &w->alloc_hist);
+		storm_hist_merge(&phases[PH_FREE].hist, &w->free_hist);
+		if (w->error)
+			failed = true;
+	}
+	if (slabstorm_outstanding())
+		failed = true;
+}
+
+static void slabstorm_print_results(void)
+{
+	u64 runtime = ctl.end_ns - ctl.start_ns;
+	struct storm_irqs sum;
+	u64 milli;
+	int p;
+
+	for (p = 0; p < NR_PHASES; p++) {
+		if (!slabstorm_has_phase(p))
+			continue;
+		if (!slabstorm_phase_irqs(p)) {
+			pr_info("phase %s: count=%llu mean=%llu ns\n",
+				slabstorm_phase_name[p], phases[p].count,
+				storm_hist_mean(&phases[p].hist));
+			continue;
+		}
+		slabstorm_phase_sum(p, &sum);
+		milli = slabstorm_per_op_milli(slabstorm_ipis(&sum),
+					       phases[p].count);
+		pr_info("phase %s: count=%llu mean=%llu ns CAL=%llu RES=%llu TLB=%llu ipis_per_op=%llu.%03llu\n",
+			slabstorm_phase_name[p], phases[p].count,
+			storm_hist_mean(&phases[p].hist), sum.cal, sum.res,
+			sum.tlb, milli / 1000, milli % 1000);
+	}
+	if (smode == SLABSTORM_REMOTE)
+		pr_info("remote: allocated=%llu freed=%llu outstanding=%llu\n",
+			phases[PH_ALLOC].count, phases[PH_FREE].count,
+			slabstorm_outstanding());
+	storm_irqs_sum(irqs_before, irqs_after, cpu_online_mask, &sum);
+	milli = slabstorm_per_op_milli(slabstorm_ipis(&sum), slabstorm_ops());
+	pr_info("summary: mode=%s %s=%llu runtime=%llu ns CAL=%llu RES=%llu TLB=%llu ipis_per_op=%llu.%03llu status=%s\n",
+		slabstorm_mode_name[smode], slabstorm_ops_name(),
+		slabstorm_ops(), runtime, sum.cal, sum.res, sum.tlb,
+		milli / 1000, milli % 1000, storm_status(&ctl, failed));
+	if (main_error)
+		pr_err("mode=%s stopped on error %d\n", slabstorm_mode_name[smode],
+		       main_error);
+	storm_print_verdict(&ctl, failed);
+}
+
+static void slabstorm_show_phase(struct seq_file *m, enum slabstorm_phase_id p)
+{
+	const char *name = slabstorm_phase_name[p];
+	struct storm_irqs sum, *d;
+	char prefix[32];
+	u64 milli;
+	int c;
+
+	seq_printf(m, "phase.%s.count: %llu\n", name, phases[p].count);
+	if (slabstorm_phase_irqs(p)) {
+		slabstorm_phase_sum(p, &sum);
+		milli = slabstorm_per_op_milli(slabstorm_ipis(&sum),
+					       phases[p].count);
+		seq_printf(m, "phase.%s.CAL: %llu\nphase.%s.RES: %llu\n"
+			   "phase.%s.TLB: %llu\nphase.%s.ipis: %llu\n",
+			   name, sum.cal, name, sum.res, name, sum.tlb, name,
+			   slabstorm_ipis(&sum));
+		seq_printf(m, "phase.%s.ipis_per_op: %llu.%03llu\n"
+			   "phase.%s.ipis_per_op_milli: %llu\n",
+			   name, milli / 1000, milli % 1000, name, milli);
+		for_each_online_cpu(c) {
+			d = &phases[p].irqs[c];
+			seq_printf(m, "phase.%s.irq.%d.CAL: %llu\n"
+				   "phase.%s.irq.%d.RES: %llu\n"
+				   "phase.%s.irq.%d.TLB: %llu\n",
+				   name, c, d->cal, name, c, d->res, name, c,
+				   d->tlb);
+		}
+	}
+	if (latency) {
+		snprintf(prefix, sizeof(prefix), "phase.%s.latency", name);
+		storm_hist_show(m, prefix, &phases[p].hist);
+	}
+}
+
+static int slabstorm_result_show(struct seq_file *m, void *v)
+{
+	struct storm_irqs sum;
+	u64 milli;
+	int c, p;
+
+	storm_show_header(m, "slabstorm", &ctl, failed);
+	seq_printf(m, "param.mode: %s\nparam.numcache: %lu\n"
+		   "param.numobj: %lu\nparam.timeout: %lu\n"
+		   "param.objsize: %lu\nparam.fill: %lu\nparam.shrink: %d\n"
+		   "param.cpu: %d\nparam.cpulist: %*pbl\n"
+		   "param.latency: %d\nparam.background: %d\n",
+		   slabstorm_mode_name[smode], numcache, numobj, timeout,
+		   objsize, fill, shrink, home, cpumask_pr_args(touch_mask),
+		   latency, background);
+	seq_puts(m, "phases:");
+	for (p = 0; p < NR_PHASES; p++)
+		if (slabstorm_has_phase(p))
+			seq_printf(m, " %s", slabstorm_phase_name[p]);
+	seq_putc(m, '\n');
+	seq_printf(m, "%s: %llu\n", slabstorm_ops_name(), slabstorm_ops());
+	seq_printf(m, "error: %d\n", main_error ?: READ_ONCE(touch_error));
+	if (smode == SLABSTORM_RCU)
+		seq_printf(m, "rcu_release_ns: %llu\n", rcu_release_ns);
+
+	storm_irqs_sum(irqs_before, irqs_after, cpu_online_mask, &sum);
+	milli = slabstorm_per_op_milli(slabstorm_ipis(&sum), slabstorm_ops());
+	seq_printf(m, "run.CAL: %llu\nrun.RES: %llu\nrun.TLB: %llu\n"
+		   "run.ipis: %llu\nrun.ipis_per_op: %llu.%03llu\n"
+		   "run.ipis_per_op_milli: %llu\n",
+		   sum.cal, sum.res, sum.tlb, slabstorm_ipis(&sum),
+		   milli / 1000, milli % 1000, milli);
+
+	for (p = 0; p < NR_PHASES; p++)
+		if (slabstorm_has_phase(p))
+			slabstorm_show_phase(m, p);
+
+	for_each_cpu(c, touch_mask) {
+		struct slabstorm_cpu *w = per_cpu_ptr(pcpus, c);
+
+		if (smode != SLABSTORM_REMOTE) {
+			seq_printf(m, "touch.%d.objects: %llu\n", c, w->touched);
+			continue;
+		}
+		seq_printf(m, "remote.%d.from: %d\nremote.%d.allocs: %llu\n"
+			   "remote.%d.frees: %llu\nremote.%d.errors: %d\n"
+			   "remote.%d.runtime_ns: %llu\n",
+			   c, w->from, c, w->allocs, c, w->frees, c,
+			   w->error ? 1 : 0, c, w->end_ns - w->start_ns);
+	}
+	if (smode == SLABSTORM_REMOTE)
+		seq_printf(m, "objects.allocated: %llu\nobjects.freed: %llu\n"
+			   "objects.outstanding: %llu\nobjects.drained: %llu\n",
+			   phases[PH_ALLOC].count, phases[PH_FREE].count,
+			   slabstorm_outstanding(), drained);
+	storm_irqs_show(m, irqs_before, irqs_after);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(slabstorm_result);
+
+/* ---------------------------------------------------------------------
+ * Threads, run, load and unload.
+ */
+
+/* The main thread first: it may still need the touch helpers. */
+static void slabstorm_stop_threads(void)
+{
+	int c;
+
+	storm_thread_stop(&main_task);
+	for_each_cpu(c, touch_mask) {
+		struct slabstorm_cpu *w = per_cpu_ptr(pcpus, c);
+
+		WRITE_ONCE(w->quit, true);
+		complete(&w->go);
+		storm_thread_stop(&w->task);
+	}
+}
+
+static int slabstorm_create_threads(void)
+{
+	int c, prev = cpumask_last(touch_mask);
+	int ret;
+
+	storm_ctl_init(&ctl, smode == SLABSTORM_REMOTE ?
+		       cpumask_weight(touch_mask) : 1);
+	for_each_cpu(c, touch_mask) {
+		struct slabstorm_cpu *w = per_cpu_ptr(pcpus, c);
+
+		w->cpu = c;
+		init_completion(&w->go);
+		storm_hist_init(&w->alloc_hist);
+		storm_hist_init(&w->free_hist);
+		if (smode == SLABSTORM_REMOTE) {
+			w->from = prev;
+			prev = c;
+			w->task = storm_thread_create(slabstorm_remote_fn, w, c,
+						      KBUILD_MODNAME);
+		} else {
+			w->objs = kcalloc(fill, sizeof(void *), GFP_KERNEL);
+			if (!w->objs)
+				return -ENOMEM;
+			w->task = storm_thread_create(slabstorm_touch_fn, w, c,
+						      "slabtouch");
+		}
+		if (IS_ERR(w->task)) {
+			ret = PTR_ERR(w->task);
+			w->task = NULL;
+			pr_err("cannot create the thread for CPU %d (%d)\n",
+			       c, ret);
+			return ret;
+		}
+	}
+	if (smode == SLABSTORM_REMOTE)
+		return 0;
+	main_task = storm_thread_create(slabstorm_main_fn, NULL, home,
+					KBUILD_MODNAME);
+	if (IS_ERR(main_task)) {
+		ret = PTR_ERR(main_task);
+		main_task = NULL;
+		pr_err("cannot create the main thread on CPU %d (%d)\n", home,
+		       ret);
+		return ret;
+	}
+	return 0;
+}
+
+static int slabstorm_create_fixed(void)
+{
+	if (smode != SLABSTORM_SHRINK && smode != SLABSTORM_REMOTE)
+		return 0;
+	snprintf(cache_name, sizeof(cache_name), KBUILD_MODNAME "-%s",
+		 slabstorm_mode_name[smode]);
+	fixed_cache = kmem_cache_create(cache_name, objsize, 0, 0,
+					slabstorm_ctor);
+	if (!fixed_cache) {
+		pr_err("cannot create the cache %s\n", cache_name);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Runs the storm from release to report; in insmod or in a kthread. */
+static int slabstorm_run(void *unused)
+{
+	storm_ctl_wait_ready(&ctl);
+	storm_irqs_snapshot(irqs_before);
+	storm_ctl_go(&ctl, (smode == SLABSTORM_REMOTE ? numobj : numcache) ?
+		     0 : timeout);
+	storm_ctl_wait_done(&ctl);
+	storm_irqs_snapshot(irqs_after);
+	slabstorm_stop_threads();
+	slabstorm_collect();
+	slabstorm_destroy_fixed();
+	if (drained)
+		failed = true;
+
+	slabstorm_print_results();
+	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("result", 0444, debugfs_dir, NULL,
+			    &slabstorm_result_fops);
+
+	/* In background mode, wait for rmmod to collect us. */
+	while (background && !kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+static void slabstorm_free(void)
+{
+	int c, p;
+
+	debugfs_remove_recursive(debugfs_dir);
+	slabstorm_destroy_fixed();
+	if (pcpus) {
+		for_each_possible_cpu(c)
+			kfree(per_cpu_ptr(pcpus, c)->objs);
+		free_percpu(pcpus);
+	}
+	for (p = 0; p < NR_PHASES; p++)
+		kfree(phases[p].irqs);
+	kfree(snap_cur);
+	kfree(snap_prev);
+	kfree(irqs_after);
+	kfree(irqs_before);
+	free_cpumask_var(touch_mask);
+}
+
+static int __init slabstorm_init(void)
+{
+	int c, p, ret = -ENOMEM;
+
+	if (!zalloc_cpumask_var(&touch_mask, GFP_KERNEL))
+		goto err_free;
+	pcpus = alloc_percpu(struct slabstorm_cpu);
+	irqs_before = storm_irqs_alloc();
+	irqs_after = storm_irqs_alloc();
+	snap_prev = storm_irqs_alloc();
+	snap_cur = storm_irqs_alloc();
+	if (!pcpus || !irqs_before || !irqs_after || !snap_prev || !snap_cur)
+		goto err_free;
+	for (p = 0; p < NR_PHASES; p++) {
+		phases[p].irqs = storm_irqs_alloc();
+		if (!phases[p].irqs)
+			goto err_free;
+		storm_hist_init(&phases[p].hist);
+	}
+	init_completion(&touch_done);
+
+	/* Hold off CPU hotplug while checking and binding to CPUs. */
+	cpus_read_lock();
+	ret = slabstorm_check_params();
+	if (ret) {
+		cpus_read_unlock();
+		goto err_free;
+	}
+	slabstorm_print_params();
+	ret = slabstorm_create_threads();
+	cpus_read_unlock();
+	if (ret)
+		goto err_stop;
+	/* kmem_cache_create() takes the hotplug lock itself */
+	ret = slabstorm_create_fixed();
+	if (ret)
+		goto err_stop;
+
+	for_each_cpu(c, touch_mask)
+		wake_up_process(per_cpu_ptr(pcpus, c)->task);
+	if (main_task)
+		wake_up_process(main_task);
+
+	if (!background)
+		return slabstorm_run(NULL);
+
+	controller = kthread_run(slabstorm_run, NULL, KBUILD_MODNAME "/ctl");
+	if (IS_ERR(controller)) {
+		ret = PTR_ERR(controller);
+		controller = NULL;
+		goto err_stop;
+	}
+	get_task_struct(controller);
+	return 0;
+
+err_stop:
+	storm_ctl_stop(&ctl, true);
+	slabstorm_stop_threads();
+err_free:
+	slabstorm_free();
+	return ret;
+}
+
+static void __exit slabstorm_exit(void)
+{
+	if (controller) {
+		/* background storm still running: end it and report */
+		storm_ctl_stop(&ctl, true);
+		storm_thread_stop(&controller);
+	}
+	slabstorm_free();
+}
+
+module_init(slabstorm_init);
+module_exit(slabstorm_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Storms of kmem cache create/shrink/destroy and cross-CPU frees");
