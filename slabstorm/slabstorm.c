@@ -183,6 +183,8 @@ static u64 ops;				/* caches, or shrink rounds */
 static int main_error;
 static u64 drained;			/* remote objects freed at teardown */
 static u64 rcu_release_ns;
+static unsigned long rcu_cookie;	/* rcu: taken before the last destroy */
+static bool rcu_gp_done;		/* a grace period has passed since */
 static bool failed;
 
 /* A touch round: the main thread asks every helper, waits for the last. */
@@ -339,6 +341,8 @@ static int slabstorm_one_cache(void)
 		kmem_cache_shrink(s);
 		slabstorm_phase_end(PH_SHRINK, t0);
 	}
+	if (smode == SLABSTORM_RCU)
+		rcu_cookie = get_state_synchronize_rcu();
 	t0 = slabstorm_clock();
 	kmem_cache_destroy(s);
 	slabstorm_phase_end(PH_DESTROY, t0);
@@ -369,18 +373,28 @@ static int slabstorm_shrink_round(void)
  * /sys/kernel/slab, after an rcu_barrier(). Wait for that, so no cache of
  * the storm outlives the run. From 6.12 on the destroy itself waits.
  */
-static void slabstorm_rcu_release(void)
-{
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
-	u64 t0;
+static void slabstorm_wait_deferred_release(void)
+{
+	u64 t0 = ktime_get_ns();
 
-	if (smode != SLABSTORM_RCU)
-		return;
-	t0 = ktime_get_ns();
 	rcu_barrier();
 	flush_scheduled_work();
 	rcu_release_ns = ktime_get_ns() - t0;
+}
+#else
+static void slabstorm_wait_deferred_release(void)
+{
+}
 #endif
+
+static void slabstorm_rcu_release(void)
+{
+	if (smode != SLABSTORM_RCU)
+		return;
+	slabstorm_wait_deferred_release();
+	/* evidence that the slabs freed through RCU were waited for */
+	rcu_gp_done = ops && poll_state_synchronize_rcu(rcu_cookie);
 }
 
 static int slabstorm_main_fn(void *unused)
@@ -409,8 +423,15 @@ static int slabstorm_main_fn(void *unused)
 /* ---------------------------------------------------------------------
  * Remote workers: allocate here, free what the previous CPU allocated.
  */
+/*
+ * The ring's barriers pair up: the producer fills a slot, then releases
+ * head; the consumer acquires head, then reads the slot. The consumer is
+ * done with a slot before it releases tail; the producer acquires tail
+ * before it writes that slot again.
+ */
 static bool slabstorm_ring_full(const struct slabstorm_ring *r)
 {
+	/* acquire: pairs with the release of tail in slabstorm_ring_pop() */
 	return r->head - smp_load_acquire(&r->tail) >= SLABSTORM_RING;
 }
 
@@ -418,12 +439,21 @@ static bool slabstorm_ring_full(const struct slabstorm_ring *r)
 static void slabstorm_ring_push(struct slabstorm_ring *r, void *obj)
 {
 	r->slot[r->head % SLABSTORM_RING] = obj;
+	/* release: the slot is written before the consumer can see it */
 	smp_store_release(&r->head, r->head + 1);
 }
 
 static bool slabstorm_ring_empty(const struct slabstorm_ring *r)
 {
+	/* acquire: pairs with the release of head in slabstorm_ring_push() */
 	return r->tail == smp_load_acquire(&r->head);
+}
+
+/* The producer is done and everything it pushed has been taken. */
+static bool slabstorm_ring_drained(const struct slabstorm_ring *r)
+{
+	/* acquire: pairs with the release of done after the last push */
+	return smp_load_acquire(&r->done) && slabstorm_ring_empty(r);
 }
 
 /* Consumer only (or anyone once the producer is gone). */
@@ -432,9 +462,11 @@ static void *slabstorm_ring_pop(struct slabstorm_ring *r)
 	unsigned long tail = r->tail;
 	void *obj;
 
+	/* acquire: pairs with the release of head in slabstorm_ring_push() */
 	if (tail == smp_load_acquire(&r->head))
 		return NULL;
 	obj = r->slot[tail % SLABSTORM_RING];
+	/* release: the slot is read before the producer may reuse it */
 	smp_store_release(&r->tail, tail + 1);
 	return obj;
 }
@@ -461,6 +493,7 @@ static int slabstorm_remote_fn(void *arg)
 		if (producing && ((numobj && c->allocs >= numobj) ||
 				  c->error || storm_should_stop(&ctl))) {
 			producing = false;
+			/* release: after the last push, see ring_drained() */
 			smp_store_release(&out->done, true);
 		}
 		if (producing && !slabstorm_ring_full(out)) {
@@ -485,9 +518,7 @@ static int slabstorm_remote_fn(void *arg)
 				storm_hist_add(&c->free_hist, local_clock() - t0);
 			c->frees++;
 			busy = true;
-		} else if (!producing && smp_load_acquire(&in->done) &&
-			   slabstorm_ring_empty(in)) {
-			/* done is released after the last push: none follows */
+		} else if (!producing && slabstorm_ring_drained(in)) {
 			break;
 		} else if (!busy) {
 			cpu_relax();
@@ -502,9 +533,10 @@ static int slabstorm_remote_fn(void *arg)
 }
 
 /*
- * Every worker empties its ring before it stops, so this finds nothing
- * after a normal run (the result counts it as drained, and a failure); it
- * is here so that no object can outlive the cache on any exit path.
+ * Every worker empties the ring it frees from before it stops, so this
+ * finds nothing after a run (the result counts what it finds as drained,
+ * and a failure); it is here so that no object outlives the cache on any
+ * exit path.
  */
 static void slabstorm_drain_rings(void)
 {
@@ -840,7 +872,8 @@ static int slabstorm_result_show(struct seq_file *m, void *v)
 	seq_printf(m, "%s: %llu\n", slabstorm_ops_name(), slabstorm_ops());
 	seq_printf(m, "error: %d\n", main_error ?: READ_ONCE(touch_error));
 	if (smode == SLABSTORM_RCU)
-		seq_printf(m, "rcu_release_ns: %llu\n", rcu_release_ns);
+		seq_printf(m, "rcu_release_ns: %llu\nrcu_gp_since_last_destroy: %d\n",
+			   rcu_release_ns, rcu_gp_done);
 
 	storm_irqs_sum(irqs_before, irqs_after, cpu_online_mask, &sum);
 	milli = slabstorm_per_op_milli(slabstorm_ipis(&sum), slabstorm_ops());

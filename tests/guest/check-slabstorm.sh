@@ -43,9 +43,11 @@ slab_case slab_nolatency mode=create numcache=100 latency=0 cpulist=3
 dir=$(case_dir slab_rcu)
 slabs >"$dir/slabs.before"
 mark=$(dmesg_mark)
+cat /proc/interrupts >"$dir/interrupts.before"
 insmod "$KO/slabstorm.ko" mode=rcu numcache=20 cpu=0 cpulist=1-3 \
 	2>"$dir/stderr"
 echo $? >"$dir/rc"
+cat /proc/interrupts >"$dir/interrupts.after"
 slabs >"$dir/slabs.loaded"
 cat "$RESULT" >"$dir/result" 2>/dev/null
 rmmod slabstorm
