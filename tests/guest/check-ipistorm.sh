@@ -54,48 +54,11 @@ if echo 0 >/sys/devices/system/cpu/cpu3/online; then
 fi
 
 # A fatal signal to insmod ends a timed storm early; the result says so.
-dir=$(case_dir ipi_signal)
-mark=$(dmesg_mark)
-insmod "$KO/ipistorm.ko" timeout=60 single=1 cpulist=0 &
-pid=$!
-sleep 3
-start=$(date +%s)
-kill -TERM "$pid"
-wait "$pid"
-echo $? >"$dir/rc"
-echo $(($(date +%s) - start)) >"$dir/stop_seconds"
-cat /sys/kernel/debug/ipistorm/result >"$dir/result" 2>/dev/null
-rmmod ipistorm
-echo $? >"$dir/rmmod_rc"
-dmesg_since "$mark" >"$dir/dmesg"
-
-# rmmod while insmod is still running the storm: refused at once (the
-# module is not live yet), the storm goes on, rmmod after it succeeds.
-dir=$(case_dir ipi_rmmod_during)
-mark=$(dmesg_mark)
-insmod "$KO/ipistorm.ko" timeout=4 single=1 cpulist=0 &
-pid=$!
-sleep 2
-rmmod ipistorm 2>"$dir/early_stderr"
-echo $? >"$dir/early_rmmod_rc"
-wait "$pid"
-echo $? >"$dir/rc"
-cat /sys/kernel/debug/ipistorm/result >"$dir/result" 2>/dev/null
-rmmod ipistorm
-echo $? >"$dir/rmmod_rc"
-dmesg_since "$mark" >"$dir/dmesg"
-
-# background=1: insmod returns at once, rmmod stops the storm promptly.
-dir=$(case_dir ipi_background)
-mark=$(dmesg_mark)
-insmod "$KO/ipistorm.ko" timeout=60 background=1 single=1 cpulist=0
-echo $? >"$dir/rc"
-sleep 2
-start=$(date +%s)
-rmmod ipistorm
-echo $? >"$dir/rmmod_rc"
-echo $(($(date +%s) - start)) >"$dir/stop_seconds"
-dmesg_since "$mark" >"$dir/dmesg"
+storm_signal_case ipi_signal ipistorm timeout=60 single=1 cpulist=0
+# rmmod during the storm is refused at once; after it, rmmod works.
+storm_rmmod_during_case ipi_rmmod_during ipistorm timeout=4 single=1 cpulist=0
+# background=1: rmmod stops the storm promptly.
+storm_background_case ipi_background ipistorm timeout=60 single=1 cpulist=0
 
 # After all of that the kernel still runs a storm.
 storm_case ipi_after ipistorm numipi=500 single=1 cpulist=0

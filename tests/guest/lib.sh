@@ -6,9 +6,15 @@
 # result file, the dmesg lines it added, and /proc/interrupts before and
 # after. The checks themselves run on the host, in Python.
 #
-#   storm_case NAME MODULE [PARAM=VALUE...]   insmod, save, rmmod
-#   case_dir NAME                             make and print $OUT/NAME
-#   dmesg_mark / dmesg_since MARK             the kernel log added since
+#   storm_case NAME MODULE [PARAM=VALUE...]         insmod, save, rmmod
+#   storm_signal_case NAME MODULE [PARAM=VALUE...]  TERM to insmod mid-storm
+#   storm_rmmod_during_case NAME MODULE [PARAM...]  rmmod while insmod runs
+#   storm_background_case NAME MODULE [PARAM...]    background=1, rmmod mid-storm
+#   case_dir NAME                                   make and print $OUT/NAME
+#   dmesg_mark / dmesg_since MARK                   the kernel log added since
+#
+# If STORM_HOOK names a function, it is called as `$STORM_HOOK before DIR`
+# and `$STORM_HOOK after DIR` around every case (e.g. to list the caches).
 
 : "${OUT:?OUT must name the output directory}"
 KO=${KO:-build/$(uname -r)}
@@ -29,24 +35,109 @@ dmesg_since() {
 	dmesg | tail -n "+$(($1 + 1))"
 }
 
+hook() {
+	[ -z "${STORM_HOOK:-}" ] || "$STORM_HOOK" "$@"
+}
+
+save_result() {
+	cat "/sys/kernel/debug/$1/result" >"$2/result" 2>/dev/null
+}
+
+unload() {
+	if grep -q "^$1 " /proc/modules; then
+		rmmod "$1" 2>>"$2/stderr"
+		echo $? >"$2/rmmod_rc"
+	fi
+}
+
+seconds_since() {
+	echo $(($(date +%s) - $1))
+}
+
 # storm_case NAME MODULE [PARAM=VALUE...]
 storm_case() {
 	name=$1 module=$2
 	shift 2
 	dir=$(case_dir "$name")
 	printf '%s\n' "$*" >"$dir/params"
+	hook before "$dir"
 	mark=$(dmesg_mark)
 	cat /proc/interrupts >"$dir/interrupts.before"
 	insmod "$KO/$module.ko" "$@" 2>"$dir/stderr"
 	echo $? >"$dir/rc"
 	cat /proc/interrupts >"$dir/interrupts.after"
 	if [ -r "/sys/kernel/debug/$module/result" ]; then
-		cat "/sys/kernel/debug/$module/result" >"$dir/result"
+		save_result "$module" "$dir"
 	fi
-	if grep -q "^$module " /proc/modules; then
-		rmmod "$module" 2>>"$dir/stderr"
-		echo $? >"$dir/rmmod_rc"
-	fi
+	unload "$module" "$dir"
 	dmesg_since "$mark" >"$dir/dmesg"
+	hook after "$dir"
 	echo "case $name: insmod rc=$(cat "$dir/rc")"
+}
+
+# A fatal signal to insmod 3 s into a (long) storm: insmod must return
+# within seconds (stop_seconds) and the result must say "interrupted".
+storm_signal_case() {
+	name=$1 module=$2
+	shift 2
+	dir=$(case_dir "$name")
+	hook before "$dir"
+	mark=$(dmesg_mark)
+	insmod "$KO/$module.ko" "$@" 2>"$dir/stderr" &
+	pid=$!
+	sleep 3
+	start=$(date +%s)
+	# TERM, not INT: a non-interactive sh starts background jobs with
+	# SIGINT ignored.
+	kill -TERM "$pid"
+	wait "$pid"
+	echo $? >"$dir/rc"
+	seconds_since "$start" >"$dir/stop_seconds"
+	save_result "$module" "$dir"
+	unload "$module" "$dir"
+	dmesg_since "$mark" >"$dir/dmesg"
+	hook after "$dir"
+	echo "case $name: stopped in $(cat "$dir/stop_seconds") s"
+}
+
+# rmmod 2 s into a foreground storm: refused at once (the module is not
+# live while insmod runs it); the storm goes on; rmmod after it works.
+storm_rmmod_during_case() {
+	name=$1 module=$2
+	shift 2
+	dir=$(case_dir "$name")
+	hook before "$dir"
+	mark=$(dmesg_mark)
+	insmod "$KO/$module.ko" "$@" 2>"$dir/stderr" &
+	pid=$!
+	sleep 2
+	rmmod "$module" 2>"$dir/early_stderr"
+	echo $? >"$dir/early_rmmod_rc"
+	wait "$pid"
+	echo $? >"$dir/rc"
+	save_result "$module" "$dir"
+	unload "$module" "$dir"
+	dmesg_since "$mark" >"$dir/dmesg"
+	hook after "$dir"
+	echo "case $name: early rmmod rc=$(cat "$dir/early_rmmod_rc")"
+}
+
+# background=1: insmod returns at once; rmmod 2 s later stops the storm
+# and must return within seconds (stop_seconds).
+storm_background_case() {
+	name=$1 module=$2
+	shift 2
+	dir=$(case_dir "$name")
+	hook before "$dir"
+	mark=$(dmesg_mark)
+	insmod "$KO/$module.ko" background=1 "$@" 2>"$dir/stderr"
+	echo $? >"$dir/rc"
+	sleep 2
+	start=$(date +%s)
+	rmmod "$module" 2>>"$dir/stderr"
+	echo $? >"$dir/rmmod_rc"
+	seconds_since "$start" >"$dir/stop_seconds"
+	dmesg_since "$mark" >"$dir/dmesg"
+	hook after "$dir"
+	echo "case $name: rmmod took $(cat "$dir/stop_seconds") s"
 }
