@@ -8,6 +8,8 @@ import sys
 SUBCOMMANDS = {
     "vm": ("vm", "boot a kernel in a QEMU guest and run a command in it"),
     "show": ("show", "summarise storm result files (latency percentiles)"),
+    "compare": ("compare", "compare result sets: mean, CV, change, significance"),
+    "matrix": ("matrix", "run a storm on several kernels/boot args, then compare"),
 }
 
 
