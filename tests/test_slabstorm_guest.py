@@ -1,0 +1,411 @@
+"""slabstorm in real guests (6.1 and 6.12, 4 vCPUs): counts and invariants.
+
+The cases run in tests/guest/check-slabstorm.sh, all in one boot per
+kernel; these tests read what each case left behind. Nothing here looks at
+times. IPI counts are compared with what the mechanism must produce (one
+flush work item per touched CPU per destroy or shrink) or must not (one
+IPI per other CPU per creation, as before seed 002's fix), with room for
+the background interrupts of a guest.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import assert_clean
+from stormsuite import interrupts, result
+
+CPUS = (0, 1, 2, 3)
+PHASE_IRQ = re.compile(r"phase\.(\w+)\.irq\.(\d+)\.(CAL|RES|TLB)$")
+SUMMARY = re.compile(r"summary: mode=(\w+) (\w+)=(\d+) runtime=(\d+) ns .* "
+                     r"status=(\w+)")
+
+RUNS = ["slab_untouched", "slab_touched", "slab_touched_shrink",
+        "slab_shrink", "slab_shrink_default", "slab_remote",
+        "slab_remote_ring", "slab_timed", "slab_remote_timed",
+        "slab_nolatency", "slab_rcu", "slab_after"]
+MAIN_THREAD_RUNS = [n for n in RUNS if "remote" not in n]
+
+
+def ok(case):
+    assert case.rc == 0, f"{case.name}: insmod failed: {case.stderr}"
+    res = case.result
+    assert res["storm"] == "slabstorm"
+    assert res["status"] == "done", res["status"]
+    assert res["error"] == "0"
+    assert "End of test: SUCCESS" in case.dmesg
+    assert_clean(case.dmesg)
+    return res
+
+
+def count(res, phase):
+    return int(res[f"phase.{phase}.count"])
+
+
+def milli(res, phase):
+    return int(res[f"phase.{phase}.ipis_per_op_milli"])
+
+
+def phase_irqs(res, phase, field):
+    """{cpu: count} of one IPI row (CAL, RES, TLB) in one phase."""
+    out = {}
+    for name, value in res.items():
+        m = PHASE_IRQ.match(name)
+        if m and m.group(1) == phase and m.group(3) == field:
+            out[int(m.group(2))] = int(value)
+    return out
+
+
+def phase_ipis(res, phase):
+    """{cpu: CAL + RES} in one phase: the IPIs that arrived there."""
+    cal, rescheds = phase_irqs(res, phase, "CAL"), phase_irqs(res, phase, "RES")
+    return {cpu: cal[cpu] + rescheds[cpu] for cpu in cal}
+
+
+def slabs(case, name):
+    listing = case.file(name).split()
+    assert listing, f"{case.name}: no {name}"
+    return listing
+
+
+def test_guest_ran_every_slab_case(guest):
+    assert guest.rc == 0, guest.log[-3000:]
+    assert (guest.out / "complete").is_file()
+    guest.case("slab_after")
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_phase_accounting_adds_up(guest, name):
+    """Totals are the sums of the per-CPU rows, the per-op figure is
+    ipis * 1000 // count, and the phases together saw no more interrupts
+    on any CPU than the whole run (they are disjoint windows within it)."""
+    case = guest.case(name)
+    res = ok(case)
+    phases = res["phases"].split()
+    for p in phases:
+        if f"phase.{p}.CAL" not in res:
+            continue
+        per_cpu = {f: phase_irqs(res, p, f) for f in ("CAL", "RES", "TLB")}
+        for f, rows in per_cpu.items():
+            assert set(rows) == set(CPUS)
+            assert int(res[f"phase.{p}.{f}"]) == sum(rows.values())
+        ipis = int(res[f"phase.{p}.ipis"])
+        assert ipis == int(res[f"phase.{p}.CAL"]) + int(res[f"phase.{p}.RES"])
+        n = count(res, p)
+        assert milli(res, p) == (ipis * 1000 // n if n else 0)
+        assert res[f"phase.{p}.ipis_per_op"] == \
+            f"{milli(res, p) // 1000}.{milli(res, p) % 1000:03d}"
+    for field in ("CAL", "RES", "TLB"):
+        run = result.per_cpu(res, field)
+        assert int(res[f"run.{field}"]) == sum(run.values())
+        for cpu in CPUS:
+            in_phases = sum(phase_irqs(res, p, field).get(cpu, 0)
+                            for p in phases)
+            assert in_phases <= run[cpu], (field, cpu, in_phases, run)
+    # /proc/interrupts around insmod saw at least what the module counted.
+    proc = interrupts.per_cpu(case.irq_delta, "CAL")
+    for cpu, cal in result.per_cpu(res, "CAL").items():
+        assert proc[cpu] >= cal, (cpu, proc, cal)
+
+
+@pytest.mark.parametrize("name", MAIN_THREAD_RUNS)
+def test_every_op_runs_every_phase(guest, name):
+    res = ok(guest.case(name))
+    ops = int(res["rounds" if res["param.mode"] == "shrink" else "caches"])
+    assert ops > 0
+    if res["param.mode"] == "shrink":
+        assert res["phases"] == "touch shrink"
+        assert count(res, "touch") == count(res, "shrink") == ops
+        assert "phase.create.count" not in res
+        return
+    assert res["phases"] == "create touch shrink destroy"
+    assert count(res, "create") == count(res, "destroy") == ops
+    touched = res["param.cpulist"] != ""
+    assert count(res, "touch") == (ops if touched else 0)
+    assert count(res, "shrink") == (ops if res["param.shrink"] == "1" else 0)
+
+
+def test_untouched_caches_cost_almost_no_ipis(guest):
+    """Seed 002: creating a cache must not interrupt the other CPUs. One
+    IPI to each of them per creation would be 3000 milli here."""
+    res = ok(guest.case("slab_untouched"))
+    assert res["param.cpulist"] == ""
+    assert res["param.cpu"] == "0"
+    assert int(res["caches"]) == 2000
+    assert count(res, "touch") == 0
+    assert not [k for k in res if k.startswith("touch.")]
+    assert milli(res, "create") < 500, res["phase.create.ipis_per_op"]
+    # nothing to flush: no cpu slab anywhere
+    assert milli(res, "destroy") < 500, res["phase.destroy.ipis_per_op"]
+
+
+def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
+    res = ok(guest.case("slab_touched"))
+    n = int(res["caches"])
+    assert n == 300
+    assert res["param.cpulist"] == "1-2"
+    assert int(res["touch.1.objects"]) == int(res["touch.2.objects"]) == n
+    assert "touch.0.objects" not in res and "touch.3.objects" not in res
+    destroy = phase_ipis(res, "destroy")
+    # a flush work item on each CPU that holds a cpu slab: one wakeup each
+    for cpu in (1, 2):
+        assert destroy[cpu] >= 0.8 * n, destroy
+    # CPU 3 never held a slab of these caches
+    assert destroy[3] < 0.5 * min(destroy[1], destroy[2]), destroy
+    assert milli(res, "destroy") >= 1600
+    untouched = ok(guest.case("slab_untouched"))
+    assert milli(res, "destroy") > 4 * milli(untouched, "destroy")
+    # creating does not depend on what happened to the previous cache
+    assert milli(res, "create") < 500
+
+
+def test_shrink_flag_moves_the_flush_from_destroy_to_shrink(guest):
+    res = ok(guest.case("slab_touched_shrink"))
+    n = int(res["caches"])
+    assert n == 200
+    assert res["param.objsize"] == "256" and res["param.fill"] == "20"
+    assert int(res["touch.1.objects"]) == int(res["touch.2.objects"]) == 20 * n
+    shrink, destroy = phase_ipis(res, "shrink"), phase_ipis(res, "destroy")
+    for cpu in (1, 2):
+        assert shrink[cpu] >= 0.8 * n, shrink
+        assert destroy[cpu] < 0.3 * n, destroy
+
+
+def test_shrink_mode_flushes_every_touching_cpu(guest):
+    res = ok(guest.case("slab_shrink"))
+    n = int(res["rounds"])
+    assert n == 100
+    assert res["param.cpulist"] == "1-3"
+    shrink = phase_ipis(res, "shrink")
+    for cpu in (1, 2, 3):
+        assert shrink[cpu] >= 0.8 * n, shrink
+        assert int(res[f"touch.{cpu}.objects"]) == 100 * n
+    assert "touch.0.objects" not in res
+
+
+def test_shrink_mode_defaults_to_every_online_cpu(guest):
+    res = ok(guest.case("slab_shrink_default"))
+    assert res["param.cpulist"] == "0-3"
+    for cpu in CPUS:
+        assert int(res[f"touch.{cpu}.objects"]) == 50
+    res = ok(guest.case("slab_shrink_offline"))
+    assert res["cpus_online"] == "0-2"
+    assert res["param.cpulist"] == "0-2"
+    assert "touch.3.objects" not in res
+    for cpu in (0, 1, 2):
+        assert int(res[f"touch.{cpu}.objects"]) == 20
+
+
+def remote_ok(res, per_cpu):
+    cpus = result.cpulist(res["param.cpulist"])
+    total = 0
+    for cpu in cpus:
+        allocs = int(res[f"remote.{cpu}.allocs"])
+        # every object is freed on another CPU: the next one in cpulist
+        frm = int(res[f"remote.{cpu}.from"])
+        assert frm in cpus and frm != cpu
+        assert int(res[f"remote.{cpu}.frees"]) == \
+            int(res[f"remote.{frm}.allocs"])
+        assert res[f"remote.{cpu}.errors"] == "0"
+        if per_cpu is not None:
+            assert allocs == per_cpu
+        total += allocs
+    assert total > 0
+    assert int(res["objects.allocated"]) == int(res["objects.freed"]) == total
+    assert res["objects.outstanding"] == "0"
+    assert res["objects.drained"] == "0"
+    assert count(res, "alloc") == count(res, "free") == int(res["frees"]) == total
+    return cpus
+
+
+def test_remote_frees_cost_no_ipis_and_leave_no_objects(guest):
+    res = ok(guest.case("slab_remote"))
+    assert res["phases"] == "alloc free"
+    assert remote_ok(res, 20000) == [0, 1]
+    assert res["remote.0.from"] == "1" and res["remote.1.from"] == "0"
+    # An IPI per cross-CPU free would be 1000 milli.
+    assert int(res["run.ipis_per_op_milli"]) < 100, res["run.ipis_per_op"]
+    for p in ("alloc", "free"):
+        hist = result.histogram(res, f"phase.{p}.latency")
+        assert hist is not None and hist.count == 40000
+        assert sum(c for _, c in hist.buckets) == 40000
+
+
+def test_remote_ring_frees_the_previous_cpus_objects(guest):
+    res = ok(guest.case("slab_remote_ring"))
+    assert remote_ok(res, 5000) == [1, 2, 3]
+    assert {c: res[f"remote.{c}.from"] for c in (1, 2, 3)} == \
+        {1: "3", 2: "1", 3: "2"}
+    assert int(res["run.ipis_per_op_milli"]) < 100
+
+
+def test_timed_runs_until_timeout(guest):
+    res = ok(guest.case("slab_timed"))
+    assert res["param.numcache"] == "0"
+    assert int(res["caches"]) > 0
+    assert int(res["runtime_ns"]) >= 2 * 10**9
+    res = ok(guest.case("slab_remote_timed"))
+    assert res["param.numobj"] == "0"
+    remote_ok(res, None)
+    assert int(res["runtime_ns"]) >= 2 * 10**9
+
+
+def test_latency_histograms_are_consistent(guest):
+    res = ok(guest.case("slab_touched"))
+    for p in ("create", "touch", "destroy"):
+        hist = result.histogram(res, f"phase.{p}.latency")
+        assert hist is not None
+        assert hist.count == count(res, p) == sum(c for _, c in hist.buckets)
+        p50, p99 = hist.percentile(50), hist.percentile(99)
+        assert hist.min_ns <= p50 <= p99 <= hist.max_ns
+    hist = result.histogram(res, "phase.shrink.latency")
+    assert hist is not None and hist.count == 0 and not hist.buckets
+
+
+def test_latency_off_records_no_histogram(guest):
+    res = ok(guest.case("slab_nolatency"))
+    assert res["param.latency"] == "0"
+    assert not [k for k in res if ".latency." in k]
+    assert int(res["caches"]) == count(res, "destroy") == 100
+    assert int(res["touch.3.objects"]) == 100
+    # the IPI accounting does not depend on timing
+    assert phase_ipis(res, "destroy")[3] >= 80
+
+
+def test_rcu_caches_are_gone_before_insmod_returns(guest):
+    """6.1 frees a destroyed SLAB_TYPESAFE_BY_RCU cache later, from a work
+    item after rcu_barrier(); the storm waits for that (rcu_release_ns).
+    6.12 waits in kmem_cache_destroy() itself."""
+    case = guest.case("slab_rcu")
+    res = ok(case)
+    assert slabs(case, "slabs.loaded") == slabs(case, "slabs.before")
+    assert case.file("rmmod_rc").strip() == "0"
+    assert res["param.mode"] == "rcu"
+    assert int(res["caches"]) == count(res, "destroy") == 20
+    # a grace period passed between the last destroy and the end of the
+    # run: the slabs freed through RCU were waited for, on either kernel
+    assert res["rcu_gp_since_last_destroy"] == "1"
+    # ... by the storm itself on 6.1 only
+    if guest.kernel == "6.1":
+        assert int(res["rcu_release_ns"]) > 0
+    else:
+        assert int(res["rcu_release_ns"]) == 0
+    destroy = phase_ipis(res, "destroy")
+    for cpu in (1, 2, 3):
+        assert destroy[cpu] >= 16, destroy
+
+
+SLAB_CASES = RUNS + ["slab_shrink_offline", "slab_signal",
+                     "slab_signal_remote", "slab_background",
+                     "slab_background_rcu", "slab_background_shrink"]
+
+BAD = {
+    "slab_bad_mode": "mode=bogus: unknown mode",
+    "slab_bad_mode_empty": "mode=: unknown mode",
+    "slab_bad_cpulist_range": "cpulist=64: not a valid CPU list",
+    "slab_bad_cpulist_syntax": "cpulist=1-x: not a valid CPU list",
+    "slab_bad_cpulist_empty": "cpulist=: empty CPU list",
+    "slab_bad_cpulist_offline": "cpulist=2-3: CPU 3 is not online",
+    "slab_bad_cpu_range": "cpu=64: not a CPU number below 4",
+    "slab_bad_cpu_negative": "cpu=-2: not a CPU number",
+    "slab_bad_cpu_offline": "cpu=3: CPU 3 is not online",
+    "slab_bad_unbounded": "numcache=0 and timeout=0: nothing bounds",
+    "slab_bad_unbounded_remote": "numobj=0 and timeout=0: nothing bounds",
+    "slab_bad_objsize_zero": "objsize=0: objects need at least one byte",
+    "slab_bad_objsize_huge": "objsize=1000000: out of range",
+    "slab_bad_fill_zero": "fill=0: a touch allocates at least one object",
+    "slab_bad_fill_huge": "fill=100000: out of range",
+    "slab_bad_numcache_huge": "numcache=10000000000000: out of range",
+    "slab_bad_numobj_huge": "numobj=10000000000000: out of range",
+    "slab_bad_numcache_negative": "invalid for parameter `numcache'",
+    "slab_bad_timeout_huge": "timeout=999999999: out of range",
+    "slab_bad_remote_one_cpu": "cpulist=1: mode=remote needs two CPUs",
+    "slab_bad_remote_numcache": "numcache=10: mode=remote counts objects",
+    "slab_bad_remote_cpu": "cpu=1: mode=remote has no main thread",
+    "slab_bad_create_numobj": "numobj=10: only mode=remote counts objects",
+    "slab_bad_shrink_flag": "shrink=1 is for mode=create and mode=rcu",
+    "slab_bad_latency_value": "invalid for parameter `latency'",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_parameter_is_refused_with_reason(guest, name):
+    case = guest.case(name)
+    assert case.rc != 0
+    assert "Invalid" in case.stderr or "invalid" in case.stderr, case.stderr
+    assert BAD[name] in case.dmesg, case.dmesg
+    # one line: the reason, nothing of a run
+    lines = [line for line in case.dmesg.splitlines() if "slabstorm: " in line
+             and "taint" not in line]
+    assert len(lines) == 1, lines
+    assert not case.has_result
+    assert "End of test" not in case.dmesg
+    assert_clean(case.dmesg)
+
+
+@pytest.mark.parametrize("name", sorted(SLAB_CASES) + sorted(BAD))
+def test_no_cache_outlives_a_case(guest, name):
+    case = guest.case(name)
+    before, after = slabs(case, "slabs.before"), slabs(case, "slabs.after")
+    assert not [s for s in after if s.startswith("slabstorm")], after
+    assert after == before, sorted(set(after) ^ set(before))
+
+
+def test_a_cache_of_the_storm_shows_in_the_slab_list(guest):
+    """The leftover check above can see our caches: a storm's own cache is
+    in /sys/kernel/slab while it runs, by its name (it is never merged)."""
+    case = guest.case("slab_background_shrink")
+    assert "slabstorm-shrink" in slabs(case, "slabs.during")
+    assert "slabstorm-shrink" not in slabs(case, "slabs.after")
+
+
+def summary(case):
+    m = SUMMARY.search(case.dmesg)
+    assert m, case.dmesg
+    return m
+
+
+@pytest.mark.parametrize("name", ["slab_signal", "slab_signal_remote"])
+def test_signal_to_insmod_ends_the_storm_early_and_cleanly(guest, name):
+    case = guest.case(name)
+    assert case.rc != 0                     # insmod died of the TERM
+    res = case.result
+    assert res["status"] == "interrupted"
+    assert res["param.timeout"] == "60"
+    assert int(case.file("stop_seconds")) <= 15
+    assert int(res["runtime_ns"]) < 30 * 10**9
+    assert "stopping the storm early" in case.dmesg
+    assert "End of test: FAILURE (interrupted)" in case.dmesg
+    assert case.file("rmmod_rc").strip() == "0"
+    assert_clean(case.dmesg)
+    if res["param.mode"] == "remote":
+        remote_ok(res, None)
+    else:
+        # the cache in hand was destroyed before the storm stopped
+        n = int(res["caches"])
+        assert n > 0
+        assert count(res, "create") == count(res, "touch") == \
+            count(res, "destroy") == n
+
+
+@pytest.mark.parametrize("name", ["slab_background", "slab_background_rcu",
+                                  "slab_background_shrink"])
+def test_rmmod_stops_background_storm_promptly(guest, name):
+    case = guest.case(name)
+    assert case.rc == 0
+    assert case.file("rmmod_rc").strip() == "0"
+    assert int(case.file("stop_seconds")) <= 15
+    m = summary(case)
+    assert m.group(5) == "interrupted"
+    assert int(m.group(3)) > 0
+    assert int(m.group(4)) < 30 * 10**9
+    assert "End of test: FAILURE (interrupted)" in case.dmesg
+    assert_clean(case.dmesg)
+
+
+def test_kernel_still_storms_after_everything(guest):
+    res = ok(guest.case("slab_after"))
+    assert int(res["caches"]) == 100
+    assert phase_ipis(res, "destroy")[1] >= 80
