@@ -133,7 +133,7 @@ def test_untouched_caches_cost_almost_no_ipis(guest):
     res = ok(guest.case("slab_untouched"))
     assert res["param.cpulist"] == ""
     assert res["param.cpu"] == "0"
-    assert int(res["caches"]) == 2000
+    assert int(res["caches"]) == 1000
     assert count(res, "touch") == 0
     assert not [k for k in res if k.startswith("touch.")]
     assert milli(res, "create") < 500, res["phase.create.ipis_per_op"]
@@ -144,7 +144,7 @@ def test_untouched_caches_cost_almost_no_ipis(guest):
 def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     res = ok(guest.case("slab_touched"))
     n = int(res["caches"])
-    assert n == 300
+    assert n == 200
     assert res["param.cpulist"] == "1-2"
     assert int(res["touch.1.objects"]) == int(res["touch.2.objects"]) == n
     assert "touch.0.objects" not in res and "touch.3.objects" not in res
@@ -164,7 +164,7 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
 def test_shrink_flag_moves_the_flush_from_destroy_to_shrink(guest):
     res = ok(guest.case("slab_touched_shrink"))
     n = int(res["caches"])
-    assert n == 200
+    assert n == 100
     assert res["param.objsize"] == "256" and res["param.fill"] == "20"
     assert int(res["touch.1.objects"]) == int(res["touch.2.objects"]) == 20 * n
     shrink, destroy = phase_ipis(res, "shrink"), phase_ipis(res, "destroy")
@@ -176,12 +176,12 @@ def test_shrink_flag_moves_the_flush_from_destroy_to_shrink(guest):
 def test_shrink_mode_flushes_every_touching_cpu(guest):
     res = ok(guest.case("slab_shrink"))
     n = int(res["rounds"])
-    assert n == 100
+    assert n == 50
     assert res["param.cpulist"] == "1-3"
     shrink = phase_ipis(res, "shrink")
     for cpu in (1, 2, 3):
         assert shrink[cpu] >= 0.8 * n, shrink
-        assert int(res[f"touch.{cpu}.objects"]) == 100 * n
+        assert int(res[f"touch.{cpu}.objects"]) == 50 * n
     assert "touch.0.objects" not in res
 
 
@@ -189,7 +189,7 @@ def test_shrink_mode_defaults_to_every_online_cpu(guest):
     res = ok(guest.case("slab_shrink_default"))
     assert res["param.cpulist"] == "0-3"
     for cpu in CPUS:
-        assert int(res[f"touch.{cpu}.objects"]) == 50
+        assert int(res[f"touch.{cpu}.objects"]) == 20
     res = ok(guest.case("slab_shrink_offline"))
     assert res["cpus_online"] == "0-2"
     assert res["param.cpulist"] == "0-2"
@@ -223,19 +223,19 @@ def remote_ok(res, per_cpu):
 def test_remote_frees_cost_no_ipis_and_leave_no_objects(guest):
     res = ok(guest.case("slab_remote"))
     assert res["phases"] == "alloc free"
-    assert remote_ok(res, 20000) == [0, 1]
+    assert remote_ok(res, 10000) == [0, 1]
     assert res["remote.0.from"] == "1" and res["remote.1.from"] == "0"
     # An IPI per cross-CPU free would be 1000 milli.
     assert int(res["run.ipis_per_op_milli"]) < 100, res["run.ipis_per_op"]
     for p in ("alloc", "free"):
         hist = result.histogram(res, f"phase.{p}.latency")
-        assert hist is not None and hist.count == 40000
-        assert sum(c for _, c in hist.buckets) == 40000
+        assert hist is not None and hist.count == 20000
+        assert sum(c for _, c in hist.buckets) == 20000
 
 
 def test_remote_ring_frees_the_previous_cpus_objects(guest):
     res = ok(guest.case("slab_remote_ring"))
-    assert remote_ok(res, 5000) == [1, 2, 3]
+    assert remote_ok(res, 3000) == [1, 2, 3]
     assert {c: res[f"remote.{c}.from"] for c in (1, 2, 3)} == \
         {1: "3", 2: "1", 3: "2"}
     assert int(res["run.ipis_per_op_milli"]) < 100
@@ -245,11 +245,11 @@ def test_timed_runs_until_timeout(guest):
     res = ok(guest.case("slab_timed"))
     assert res["param.numcache"] == "0"
     assert int(res["caches"]) > 0
-    assert int(res["runtime_ns"]) >= 2 * 10**9
+    assert int(res["runtime_ns"]) >= 10**9
     res = ok(guest.case("slab_remote_timed"))
     assert res["param.numobj"] == "0"
     remote_ok(res, None)
-    assert int(res["runtime_ns"]) >= 2 * 10**9
+    assert int(res["runtime_ns"]) >= 10**9
 
 
 def test_latency_histograms_are_consistent(guest):
@@ -318,7 +318,6 @@ BAD = {
     "slab_bad_fill_zero": "fill=0: a touch allocates at least one object",
     "slab_bad_fill_huge": "fill=100000: out of range",
     "slab_bad_numcache_huge": "numcache=10000000000000: out of range",
-    "slab_bad_numobj_huge": "numobj=10000000000000: out of range",
     "slab_bad_numcache_negative": "invalid for parameter `numcache'",
     "slab_bad_timeout_huge": "timeout=999999999: out of range",
     "slab_bad_remote_one_cpu": "cpulist=1: mode=remote needs two CPUs",
