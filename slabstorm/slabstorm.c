@@ -923,6 +923,9 @@ static void slabstorm_stop_threads(void)
 	for_each_cpu(c, touch_mask) {
 		struct slabstorm_cpu *w = per_cpu_ptr(pcpus, c);
 
+		/* never created (an error at load): go is not even set up */
+		if (!w->task)
+			continue;
 		WRITE_ONCE(w->quit, true);
 		complete(&w->go);
 		storm_thread_stop(&w->task);
