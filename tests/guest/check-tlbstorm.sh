@@ -116,6 +116,8 @@ echo $? >"$dir/rmmod_rc"
 dmesg_since "$mark" >"$dir/dmesg"
 
 # background=1: rmmod in the middle of a timed storm stops it promptly.
+# (Not storm_background_case: this also records that the storm was still
+# running when rmmod came, and that the module is gone afterwards.)
 dir=$(case_dir tlb_background_rmmod)
 mark=$(dmesg_mark)
 insmod "$KO/tlbstorm.ko" timeout=120 background=1 2>"$dir/stderr"
@@ -134,20 +136,7 @@ grep -c '^tlbstorm ' /proc/modules >"$dir/loaded_after"
 dmesg_since "$mark" >"$dir/dmesg"
 
 # A fatal signal to a foreground insmod ends a timed storm early.
-dir=$(case_dir tlb_signal)
-mark=$(dmesg_mark)
-insmod "$KO/tlbstorm.ko" timeout=120 &
-pid=$!
-sleep 3
-start=$(date +%s)
-kill -TERM "$pid"
-wait "$pid"
-echo $? >"$dir/rc"
-echo $(($(date +%s) - start)) >"$dir/stop_seconds"
-cat /sys/kernel/debug/tlbstorm/result >"$dir/result" 2>/dev/null
-rmmod tlbstorm
-echo $? >"$dir/rmmod_rc"
-dmesg_since "$mark" >"$dir/dmesg"
+storm_signal_case tlb_signal tlbstorm timeout=120
 
 # After all of that the kernel still storms, on every CPU again.
 storm_case tlb_after tlbstorm numflush=100
