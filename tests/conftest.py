@@ -18,7 +18,9 @@ from stormsuite import dmesg, interrupts, result  # noqa: E402
 
 KERNELS = ("6.1", "6.12")
 GUEST_CPUS = 4
-GUEST_TIMEOUT = 900
+# A full boot runs every check script: ~5 min on a quiet 2-core host,
+# twice that when the host is busy. The limit only catches a hung guest.
+GUEST_TIMEOUT = 1500
 
 
 @dataclasses.dataclass
