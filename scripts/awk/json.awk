@@ -13,7 +13,8 @@ function jstr(s,    out, i, c, n) {
 		_json_ctl[sprintf("%c", 127)] = "\\u007f"
 		_json_init = 1
 	}
-	gsub(/\\/, "\\\\", s)
+	# "&&" doubles the backslash in every awk; "\\\\" does not in mawk
+	gsub(/\\/, "&&", s)
 	gsub(/"/, "\\\"", s)
 	if (s !~ /[\001-\037\177]/)
 		return "\"" s "\""

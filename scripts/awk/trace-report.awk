@@ -1,7 +1,8 @@
 # trace-report.awk - `trace-cmd report` of a traced storm run, summarised:
 # events counted in total and per CPU, and the IPI senders from the
-# kernel stacks that follow each send (-T on ipi:ipi_send_*, or the
-# function tracer with --func-stack on the x86 send functions).
+# kernel stacks that follow each send (-T on ipi:ipi_send_* or on
+# storm-run's kprobe events on the x86 send functions; the function tracer
+# with --func-stack is understood too).
 # Prints one JSON object; writes a text summary to the file `summary`.
 # Needs json.awk and senders.awk.
 #
@@ -24,14 +25,14 @@ BEGIN {
 }
 
 function is_send(ev) {
-	return ev ~ /^(function:native_send_call_func|function:native_smp_send_reschedule|ipi:ipi_send_cpu)/
+	return ev ~ /^(storm_run:send_|ipi:ipi_send_cpu|function:native_send_call_func|function:native_smp_send_reschedule)/
 }
 
 # A stack is a send's when one of its first frames is the send function
 # (function tracer) or the send tracepoint's handler (-T): decided from
 # the frames, since other CPUs' lines may come between event and stack.
 function is_send_stack(    i) {
-	for (i = 1; i <= n && i <= 3; i++)
+	for (i = 1; i <= n && i <= 5; i++)
 		if (st[i] ~ /^=> (trace_event_raw_event_ipi_send_cpu|native_send_call_func|native_smp_send_reschedule)/)
 			return 1
 	return 0
@@ -139,7 +140,13 @@ END {
 	if (summary != "") {
 		printf "%s", senders_text("IPI senders in the traced run (" tool \
 		    ": " source "), sends by kernel function:", 10) > summary
-		printf "  events:\n" > summary
+		printf "  events in the window, by CPU:\n" > summary
+		for (i = 2; i <= nev; i++) {     # largest count first
+			e = evs[i]
+			for (j = i - 1; j >= 1 && count[evs[j]] < count[e]; j--)
+				evs[j + 1] = evs[j]
+			evs[j + 1] = e
+		}
 		for (i = 1; i <= nev; i++)
 			printf "  %8d  %s  (%s)\n", count[evs[i]], evs[i], \
 			    per_cpu_text(evs[i]) > summary

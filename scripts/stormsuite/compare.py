@@ -129,12 +129,16 @@ def build(sets: list[runs.Series], *, test: str = "welch",
 
 
 def _order(m: metrics.Metric) -> tuple[int, str]:
+    """Times and rates first (in the order made), then the module's own
+    counts, then /proc/interrupts: totals, then per CPU by row."""
     if m.kind != "count":
-        return (0, "")      # storm metrics first, in the order made
+        return (0, "")
+    group = 3 if m.name.startswith("interrupts.") else 1
     if ".CPU" in m.name:
-        cpu = m.name.split(".CPU", 1)[1].split(".", 1)
-        return (2, f"{cpu[1]}.{int(cpu[0]):05d}")
-    return (1, m.name)
+        head, rest = m.name.split(".CPU", 1)
+        cpu, _, row = rest.partition(".")
+        return (group + 1, f"{head}.{row}.{int(cpu):05d}")
+    return (group, m.name)
 
 
 # ---------------------------------------------------------------------

@@ -10,6 +10,15 @@ From one run file:
   interrupts.CPU1.CAL:Function_call_interrupts
                                             the IPI rows (CAL, TLB, RES) on each
                                             CPU the storm sends from or to
+  <storm>.irq.CAL, <storm>.irq.CPU1.CAL     the module's own irq_stat deltas
+                                            (irq.<cpu>.<ROW> result fields):
+                                            the storm's window only, without
+                                            module load and unload (count)
+  <storm>.handled                           handler runs (ipistorm) (count)
+
+/proc/interrupts is read before insmod and after the result, so it also
+counts what loading and unloading the module cost; the module's irq.*
+fields cover exactly the storm.
 """
 
 from __future__ import annotations
@@ -92,9 +101,30 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
     if rate:
         out[Metric(f"{storm}.{rate[0]}", "rate", "/s")] = rate[1]
 
+    cpus_of_storm = storm_cpus(res)
+    module_irq: dict[str, dict[int, float]] = {}
+    handled = []
+    for key, value in res.items():
+        parts = key.split(".")
+        if len(parts) == 3 and parts[0] == "irq" and parts[1].isdigit() \
+                and isinstance(value, (int, float)):
+            module_irq.setdefault(parts[2], {})[int(parts[1])] = float(value)
+        elif len(parts) == 2 and parts[0] == "handled" \
+                and parts[1].isdigit() and isinstance(value, (int, float)):
+            handled.append(float(value))
+    for row, by_cpu in sorted(module_irq.items()):
+        out[Metric(f"{storm}.irq.{row}", "count", "")] = sum(by_cpu.values())
+        if len(cpus_of_storm) <= MAX_PER_CPU:
+            for cpu in cpus_of_storm:
+                if cpu in by_cpu:
+                    out[Metric(f"{storm}.irq.CPU{cpu}.{row}", "count", "")] \
+                        = by_cpu[cpu]
+    if handled:
+        out[Metric(f"{storm}.handled", "count", "")] = sum(handled)
+
     irq = run["interrupts"]
     cpus: list[int] = irq["cpus"]
-    per_cpu = [c for c in storm_cpus(res) if c in cpus]
+    per_cpu = [c for c in cpus_of_storm if c in cpus]
     if len(per_cpu) > MAX_PER_CPU:
         per_cpu = []
     for name, row in irq["rows"].items():

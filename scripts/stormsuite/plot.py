@@ -28,9 +28,15 @@ def _count_rows(cmp: Comparison) -> list[Row]:
 
 
 def _short(name: str) -> str:
-    name = name.removeprefix("interrupts.")
-    head, _, desc = name.partition(":")
-    return head if desc else name
+    """interrupts.CPU1.CAL:Function_call_interrupts -> "CPU1 CAL (/proc)",
+    ipistorm.irq.CPU1.CAL -> "CPU1 CAL (module)"."""
+    if name.startswith("interrupts."):
+        head = name.removeprefix("interrupts.").partition(":")[0]
+        return head.replace(".", " ") + "\n(/proc)"
+    parts = name.split(".")[1:]
+    if parts and parts[0] == "irq":
+        parts = parts[1:]
+    return " ".join(parts) + "\n(module)"
 
 
 def plot(cmp: Comparison, path: pathlib.Path) -> None:
@@ -73,8 +79,7 @@ def plot(cmp: Comparison, path: pathlib.Path) -> None:
             ax2.scatter([x] * len(r.values[i]), r.values[i], color=colour,
                         s=12, zorder=3)
     ax2.set_xticks(range(len(rows)))
-    ax2.set_xticklabels([_short(r.metric.name) for r in rows], rotation=20,
-                        ha="right", fontsize=8)
+    ax2.set_xticklabels([_short(r.metric.name) for r in rows], fontsize=8)
     ax2.set_ylabel("interrupts per run")
     ax2.set_title("interrupt counts (bars: mean, dots: runs)")
     if rows:

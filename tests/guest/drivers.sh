@@ -1,0 +1,37 @@
+#!/bin/sh
+# drivers.sh OUT GROUP - in the guest: `storm run` cases for the host-side
+# tests in tests/test_drivers_guest.py (not a check-*.sh: run-all.sh does
+# not pick it up). Each case leaves NAME.out (the files written, one a
+# line), NAME.err (progress and errors) and NAME.rc in OUT; the run files
+# go to OUT/results/<label>/..., raw tracer output to OUT/keep/.
+#
+# GROUP full: every case; idle (the idle=poll boot): the ipistorm series.
+OUT=${1:?usage: drivers.sh OUT GROUP}
+group=${2:-full}
+R=$OUT/results
+mkdir -p "$R" "$OUT/keep"
+
+case_run() {
+	name=$1
+	shift
+	scripts/storm run --results "$R" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+	echo $? >"$OUT/$name.rc"
+	echo "drivers: $name rc=$(cat "$OUT/$name.rc")"
+}
+
+# The HLT-vs-poll case: with a delay the target is back in idle between
+# calls, so every call needs an IPI (HLT) or none (polling).
+case_run ipistorm --runs 5 ipistorm numipi=500 single=1 wait=1 cpulist=0 \
+	offset=1 delay=50
+[ "$group" = full ] || exit 0
+
+case_run traced --runs 1 --warmup 0 --trace --bpftrace --keep-trace "$OUT/keep" \
+	--label traced ipistorm numipi=200 single=1 wait=1 cpulist=0 offset=1 delay=50
+if [ -f tlbstorm/tlbstorm.c ]; then
+	case_run tlbstorm --runs 2 tlbstorm numflush=100 targets=1-2
+fi
+if [ -f slabstorm/slabstorm.c ]; then
+	case_run slabstorm --runs 2 slabstorm mode=shrink numcache=50
+fi
+# refused by the module: the reason comes from dmesg, nothing is written
+case_run bad_cpulist --runs 1 --label refused ipistorm numipi=10 cpulist=64

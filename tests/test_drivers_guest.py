@@ -1,0 +1,253 @@
+"""The drivers in real guests: `storm run` writes valid run files for every
+storm, --trace and --bpftrace name the IPI senders, and `storm compare`
+finishes 6.1 against 6.12 and default against idle=poll, the second
+reporting the CAL drop on the target as significant.
+
+Three boots: 6.1 and 6.12 with every case of tests/guest/drivers.sh, and
+6.1 with idle=poll for the ipistorm series alone. Assertions are on counts
+and invariants, never on times.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO, assert_clean
+
+pytestmark = pytest.mark.guest
+
+TIMEOUT = 1500
+IPI_PARAMS = {"numipi": "500", "single": "1", "wait": "1", "cpulist": "0",
+              "offset": "1", "delay": "50"}
+TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
+
+
+@dataclasses.dataclass
+class DriverBoot:
+    kernel: str
+    append: str
+    out: pathlib.Path
+    rc: int
+    log: str
+
+    def rc_of(self, case: str) -> int:
+        f = self.out / f"{case}.rc"
+        assert f.is_file(), f"case {case} did not run\n{self.log[-3000:]}"
+        return int(f.read_text())
+
+    def err(self, case: str) -> str:
+        return (self.out / f"{case}.err").read_text(errors="replace")
+
+    def files(self, case: str) -> list[pathlib.Path]:
+        """The run files the case said it wrote (its stdout)."""
+        text = (self.out / f"{case}.out").read_text()
+        return [pathlib.Path(line) for line in text.splitlines() if line]
+
+    def runs(self, case: str) -> list[dict]:
+        return [json.loads(f.read_text()) for f in self.files(case)]
+
+    def series_dir(self, case: str) -> pathlib.Path:
+        dirs = {f.parent for f in self.files(case)}
+        assert len(dirs) == 1, dirs
+        return dirs.pop()
+
+
+_boots: dict[tuple[str, str], DriverBoot] = {}
+
+
+def boot(kernel: str, append: str = "") -> DriverBoot:
+    key = (kernel, append)
+    if key in _boots:
+        return _boots[key]
+    tag = f"drivers-{kernel}" + (f"-{append.replace('=', '_')}" if append
+                                 else "")
+    out = REPO / "build" / "test" / tag
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    cmd = [str(REPO / "scripts" / "storm"), "vm", "--kernel", kernel,
+           "--cpus", "4", "--timeout", str(TIMEOUT), "--rwdir", str(out)]
+    if append:
+        cmd += ["--append", append]
+    cmd += ["--", "sh", "tests/guest/drivers.sh", str(out),
+            "idle" if append else "full"]
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=TIMEOUT + 120)
+    (out / "vm.log").write_text(proc.stdout)
+    _boots[key] = DriverBoot(kernel, append, out, proc.returncode,
+                             proc.stdout)
+    return _boots[key]
+
+
+@pytest.fixture(params=["6.1", "6.12"], scope="module")
+def full(request) -> DriverBoot:
+    return boot(request.param)
+
+
+def check_run_file(run: dict, storm: str, params: dict[str, str]) -> None:
+    assert run["schema"] == 1 and run["kind"] == "storm-run"
+    assert run["storm"] == storm
+    assert run["params"] == params
+    res = run["result"]
+    assert res["storm"] == storm and res["status"] == "done"
+    assert isinstance(res["runtime_ns"], int) and res["runtime_ns"] > 0
+    env = run["env"]
+    assert env["kernel_release"] == res["kernel"]
+    assert env["virtualization"] == "tcg"
+    assert env["virtualization_source"] == "STORM_ACCEL"
+    assert env["cpu_count"] == 4 and env["cpus_online"] == "0-3"
+    assert env["suite_version"] not in ("", "unknown")
+    assert env["clocksource"]
+    assert run["run"]["insmod_ns"] > 0
+    irq = run["interrupts"]
+    assert irq["cpus"] == [0, 1, 2, 3]
+    for row in irq["rows"].values():
+        assert len(row["delta"]) == len(row["before"]) == len(row["after"])
+        assert sum(row["delta"]) == row["total"]
+        assert all(d >= 0 for d in row["delta"])
+
+
+def test_guest_ran_clean(full):
+    assert full.rc == 0, full.log[-3000:]
+    assert_clean(full.log)
+
+
+def test_ipistorm_run_files(full):
+    assert full.rc_of("ipistorm") == 0, full.err("ipistorm")
+    files = full.files("ipistorm")
+    assert len(files) == 5 and len(set(files)) == 5
+    runs = [json.loads(f.read_text()) for f in files]
+    release = runs[0]["env"]["kernel_release"]
+    # default label: the kernel release (no boot arguments that matter)
+    assert {r["label"] for r in runs} == {release}
+    assert files[0].parent.parent.name == release
+    assert files[0].parent.name == ("ipistorm-cpulist_0-delay_50-numipi_500-"
+                                    "offset_1-single_1-wait_1")
+    # every file written was announced, none half-written is left over
+    assert sorted(files[0].parent.iterdir()) == sorted(files)
+    assert [r["run"]["index"] for r in runs] == [1, 2, 3, 4, 5]
+    for r in runs:
+        check_run_file(r, "ipistorm", IPI_PARAMS)
+        assert r["run"]["traced"] is False
+        assert r["result"]["sender.0.calls"] == 500
+        # the module's target CAL is inside what /proc/interrupts saw
+        cal = r["interrupts"]["rows"]["CAL"]["delta"][1]
+        assert cal >= r["result"]["irq.1.CAL"] > 0
+    err = full.err("ipistorm")
+    assert "run 5/5" in err and "warm-up 1/1" in err
+
+
+@pytest.mark.parametrize("storm,params", [
+    ("tlbstorm", {"numflush": "100", "targets": "1-2"}),
+    ("slabstorm", {"mode": "shrink", "numcache": "50"}),
+])
+def test_other_storm_run_files(full, storm, params):
+    if not (REPO / storm / f"{storm}.c").is_file():
+        pytest.skip(f"no {storm} yet")
+    assert full.rc_of(storm) == 0, full.err(storm)
+    runs = full.runs(storm)
+    assert len(runs) == 2
+    for r in runs:
+        check_run_file(r, storm, params)
+
+
+def test_refused_insmod_writes_nothing(full):
+    assert full.rc_of("bad_cpulist") == 1
+    err = full.err("bad_cpulist")
+    assert "insmod ipistorm.ko numipi=10 cpulist=64 failed" in err
+    # the module's own reason, from dmesg
+    assert "ipistorm: cpulist=64" in err
+    assert "nothing written" in err
+    assert full.files("bad_cpulist") == []
+    assert not (full.out / "results" / "refused").exists()
+
+
+def test_trace_names_the_senders(full):
+    assert full.rc_of("traced") == 0, full.err("traced")
+    runs = full.runs("traced")
+    assert [r["run"]["kind"] for r in runs] == ["run", "trace", "bpftrace"]
+    plain, traced, bpf = runs
+    assert "trace" not in plain and "bpftrace" not in plain
+    for r in (traced, bpf):
+        check_run_file(r, "ipistorm", dict(IPI_PARAMS, numipi="200"))
+        assert r["run"]["traced"] is True
+
+    t = traced["trace"]
+    assert t["tool"] == "trace-cmd" and t["window"] == "storm-run markers"
+    assert t["senders"], "no senders in the trace summary"
+    by_fn = {s["function"]: s for s in t["senders"]}
+    # with HLT idle and a delay, nearly every call needs an IPI
+    assert 100 <= by_fn["ipistorm_sender_fn"]["count"] <= 200
+    assert by_fn["ipistorm_sender_fn"]["via"] == "smp_call_function_single"
+    assert t["counts"]["irq_vectors:call_function_single_entry"]["total"] > 0
+    if full.kernel == "6.12":
+        assert "ipi:ipi_send_cpu" in t["events"]
+        assert "csd:csd_queue_cpu" in t["events"]
+    else:
+        assert "ipi:ipi_send_cpu" not in t["events"]
+        assert "function tracer" in t["source"]
+
+    b = bpf["bpftrace"]
+    assert b["tool"] == "bpftrace" and b["senders"]
+    by_fn = {s["function"]: s for s in b["senders"]}
+    assert 100 <= by_fn["ipistorm_sender_fn"]["count"] <= 200
+    hist = b["handler_ns"]["call_function_single"]
+    assert hist["count"] == sum(x["count"] for x in hist["buckets"]) > 0
+    assert all(x["low"] < x["high"] for x in hist["buckets"])
+    # the summary on stderr names the function that sent the IPIs
+    assert "ipistorm_sender_fn  via smp_call_function_single" in \
+        full.err("traced")
+
+
+def run_compare(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPO / "scripts" / "storm"), "compare",
+                           *args], text=True, capture_output=True,
+                          timeout=300)
+
+
+def test_compare_6_1_with_6_12(tmp_path):
+    old, new = boot("6.1"), boot("6.12")
+    proc = run_compare("--out", str(tmp_path), str(old.series_dir("ipistorm")),
+                       str(new.series_dir("ipistorm")))
+    assert proc.returncode == 0, proc.stderr
+    table = proc.stdout
+    labels = [old.runs("ipistorm")[0]["label"], new.runs("ipistorm")[0]["label"]]
+    assert all(lb in table for lb in labels)
+    assert "Amean ipistorm.runtime_ns" in table
+    assert "Welch's t-test" in table
+    stem = "compare-ipistorm-cpulist_0-delay_50-numipi_500-offset_1-single_1-wait_1"
+    doc = json.loads((tmp_path / f"{stem}.json").read_text())
+    assert doc["baseline"] == labels[0] and doc["candidates"] == labels[1:]
+    assert doc["stats"][labels[0]]["ipistorm.handled"] == 500
+    assert (tmp_path / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not any("cpu_count" in w for w in doc["warnings"])
+
+
+def test_compare_default_with_idle_poll(tmp_path):
+    default, poll = boot("6.1"), boot("6.1", "idle=poll")
+    assert poll.rc == 0, poll.log[-3000:]
+    assert poll.rc_of("ipistorm") == 0, poll.err("ipistorm")
+    runs = poll.runs("ipistorm")
+    label = runs[0]["label"]
+    assert label.endswith("_idle=poll")          # the default label says so
+    assert runs[0]["env"]["idle"] == "poll"
+    proc = run_compare("--out", str(tmp_path),
+                       str(default.series_dir("ipistorm")),
+                       str(poll.series_dir("ipistorm")))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(next(tmp_path.glob("*.json")).read_text())
+    for name in (TARGET_CAL, "ipistorm.irq.CPU1.CAL"):
+        m = doc["metrics"][name]
+        change = m["changes"][label]
+        assert change["significant"] and change["reported"], (name, m)
+        assert change["pct"] < -50, (name, m)
+    # the table marks it: the target's CAL row carries the * marker
+    row = next(line for line in proc.stdout.splitlines()
+               if TARGET_CAL in line)
+    assert row.rstrip().endswith("*")

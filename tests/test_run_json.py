@@ -1,0 +1,378 @@
+"""scripts/storm-run on the host: the JSON it writes, the environment it
+records, and every refusal.
+
+The host cannot load modules, so the whole script runs with stand-ins for
+insmod and rmmod (STORM_RUN_INSMOD/RMMOD) that "load" by copying a real
+result file captured in a guest into a fake debugfs (STORM_RUN_DEBUGFS).
+The refusals that need no module (not root, no module for this kernel,
+bad usage) run against the real thing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+DATA = pathlib.Path(__file__).parent / "data"
+STORM_RUN = REPO / "scripts" / "storm-run"
+AWK = REPO / "scripts" / "awk"
+
+FAKE_INSMOD = """#!/bin/sh
+ko=$1; shift
+m=$(basename "$ko" .ko)
+echo "$*" >>"$FAKE_LOG"
+if [ "${FAKE_RC:-0}" != 0 ]; then
+    echo "insmod: ERROR: could not insert module $ko: Invalid parameters" >&2
+    exit "$FAKE_RC"
+fi
+mkdir -p "$STORM_RUN_DEBUGFS/$m"
+cp "$FAKE_RESULT" "$STORM_RUN_DEBUGFS/$m/result"
+"""
+FAKE_RMMOD = """#!/bin/sh
+rm -rf "$STORM_RUN_DEBUGFS/$1"
+"""
+
+
+@pytest.fixture
+def fake(tmp_path):
+    """A module directory, stand-in insmod/rmmod and a results directory."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for name, text in (("insmod", FAKE_INSMOD), ("rmmod", FAKE_RMMOD)):
+        (bin_ / name).write_text(text)
+        (bin_ / name).chmod(0o755)
+    ko = tmp_path / "ko"
+    ko.mkdir()
+    (ko / "ipistorm.ko").write_bytes(b"")
+    env = dict(os.environ,
+               STORM_RUN_INSMOD=str(bin_ / "insmod"),
+               STORM_RUN_RMMOD=str(bin_ / "rmmod"),
+               STORM_RUN_DEBUGFS=str(tmp_path / "debugfs"),
+               FAKE_RESULT=str(DATA / "ipistorm-6.1-single.result"),
+               FAKE_LOG=str(tmp_path / "insmod.log"),
+               STORM_ACCEL="tcg")
+    env.pop("STORM_RESULTS", None)
+
+    class Fake:
+        results = tmp_path / "results"
+        log = tmp_path / "insmod.log"
+
+        def run(self, *args: str, **extra: str) -> subprocess.CompletedProcess:
+            e = dict(env, **extra)
+            return subprocess.run(
+                [str(STORM_RUN), "--results", str(self.results), "--ko-dir",
+                 str(ko), *args], env=e, text=True, capture_output=True,
+                timeout=120)
+
+        def files(self) -> list[pathlib.Path]:
+            return sorted(self.results.rglob("*.json")) \
+                if self.results.exists() else []
+
+    return Fake()
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+
+@needs_root
+def test_one_valid_json_file_per_run(fake):
+    p = fake.run("--runs", "3", "--warmup", "2", "--label", "lab",
+                 "ipistorm", "numipi=1000", "single=1", "cpulist=1",
+                 "offset=2")
+    assert p.returncode == 0, p.stderr
+    written = [pathlib.Path(x) for x in p.stdout.split()]
+    assert written == fake.files() and len(written) == 3
+    # warm-ups ran but left nothing
+    assert len(fake.log.read_text().splitlines()) == 5
+    assert "warm-up 2/2" in p.stderr and "run 3/3" in p.stderr
+    series = written[0].parent
+    assert series == fake.results / "lab" / \
+        "ipistorm-cpulist_1-numipi_1000-offset_2-single_1"
+    for n, f in enumerate(written, 1):
+        assert f.name.startswith("run-") and f.name.endswith(f"-{n}.json")
+        doc = json.loads(f.read_text())
+        assert doc["schema"] == 1 and doc["kind"] == "storm-run"
+        assert doc["storm"] == "ipistorm" and doc["label"] == "lab"
+        # parameters as given, in order, as strings
+        assert list(doc["params"].items()) == [
+            ("numipi", "1000"), ("single", "1"), ("cpulist", "1"),
+            ("offset", "2")]
+        assert doc["run"]["index"] == n and doc["run"]["runs"] == 3
+        assert doc["run"]["warmup"] == 2 and doc["run"]["traced"] is False
+        assert isinstance(doc["run"]["insmod_ns"], int)
+    # no temporary files left behind
+    assert sorted(series.iterdir()) == written
+
+
+@needs_root
+def test_result_numbers_are_numbers(fake):
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1000")
+    assert p.returncode == 0, p.stderr
+    res = json.loads(fake.files()[0].read_text())["result"]
+    assert res["runtime_ns"] == 12811980
+    assert res["param.numipi"] == 1000 and res["irq.3.CAL"] == 681
+    assert res["schema"] == 1
+    # CPU lists stay strings even when they are one CPU
+    assert res["param.cpulist"] == "1" and res["cpus_online"] == "0-3"
+    assert res["kernel"] == "6.1.0-56-amd64"
+    assert res["latency.hist"].startswith("2560:1 2688:6")
+    # and the histogram still parses into the same percentiles
+    from stormsuite import result
+    text = (DATA / "ipistorm-6.1-single.result").read_text()
+    h1 = result.histogram(result.parse(text), "latency")
+    h2 = result.histogram({k: str(v) for k, v in res.items()}, "latency")
+    assert h1.percentile(99) == h2.percentile(99)
+
+
+@needs_root
+def test_environment_is_recorded(fake):
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(fake.files()[0].read_text())
+    env = doc["env"]
+    assert env["kernel_release"] == platform.release()
+    assert env["cmdline"] == pathlib.Path("/proc/cmdline").read_text().strip()
+    assert env["cpu_count"] == os.cpu_count()
+    online = pathlib.Path("/sys/devices/system/cpu/online").read_text()
+    assert env["cpus_online"] == online.strip()
+    assert env["virtualization"] == "tcg"       # STORM_ACCEL wins
+    assert env["virtualization_source"] == "STORM_ACCEL"
+    assert env["hostname"] == platform.node()
+    assert env["suite_version"] == subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=REPO, text=True,
+        capture_output=True).stdout.strip()
+    for key in ("cpu_model", "numa_nodes", "cpuidle_driver", "clocksource",
+                "idle", "memory_kb", "kernel_version"):
+        assert key in env
+    assert isinstance(env["numa_node_count"], int)
+    # /proc/interrupts: every row, per CPU, before/after/delta
+    irq = doc["interrupts"]
+    assert len(irq["cpus"]) == os.cpu_count()
+    assert "LOC" in irq["rows"] and "CAL" in irq["rows"]
+    for row in irq["rows"].values():
+        assert [a - b for a, b in zip(row["after"], row["before"])] == \
+            row["delta"] or any(a < b for a, b in zip(row["after"],
+                                                      row["before"]))
+
+
+@needs_root
+def test_virtualization_without_storm_accel(fake):
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1",
+                 STORM_ACCEL="")
+    assert p.returncode == 0, p.stderr
+    env = json.loads(fake.files()[0].read_text())["env"]
+    assert env["virtualization_source"] in (
+        "cpuinfo", "dmesg", "systemd-detect-virt")
+    if "hypervisor" not in pathlib.Path("/proc/cpuinfo").read_text():
+        assert env["virtualization"] == "bare-metal"
+
+
+@needs_root
+def test_default_label_is_the_kernel_release(fake):
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm")
+    assert p.returncode == 0, p.stderr
+    f = fake.files()[0]
+    label = f.parent.parent.name
+    assert label.startswith(platform.release())
+    assert f.parent.name == "ipistorm-default"
+    cmdline = pathlib.Path("/proc/cmdline").read_text().split()
+    for arg in cmdline:
+        if arg.split("=")[0] in ("idle", "mitigations", "nohz_full"):
+            assert arg.replace("/", "_") in label
+
+
+@needs_root
+def test_never_overwrites(fake):
+    """Two series in the same second get distinct names for every run."""
+    for _ in range(2):
+        p = fake.run("--runs", "2", "--warmup", "0", "--label", "x",
+                     "ipistorm", "numipi=5")
+        assert p.returncode == 0, p.stderr
+    files = fake.files()
+    assert len(files) == 4 and len({f.name for f in files}) == 4
+
+
+@needs_root
+def test_strings_are_escaped(fake):
+    value = 'a"b\\c'
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm",
+                 f"mode={value}")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(fake.files()[0].read_text())
+    assert doc["params"]["mode"] == value
+
+
+def test_json_string_escaping_in_awk(tmp_path):
+    """json.awk's jstr on quotes, backslashes and control characters."""
+    prog = tmp_path / "p.awk"
+    prog.write_text('{ print jstr($0) }\n')
+    samples = ['plain', 'q"uote', 'back\\slash', 'tab\there', 'bell\x07',
+               'del\x7f', 'esc\x1b[0m', 'utf-8 \u00e9\u2603']
+    proc = subprocess.run(
+        ["awk", "-f", str(AWK / "json.awk"), "-f", str(prog)],
+        input="\n".join(samples) + "\n", capture_output=True, text=True,
+        env=dict(os.environ, LC_ALL="C"))
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == samples
+
+
+def test_interrupts_awk_matches_the_python_parser():
+    """interrupts-json.awk and stormsuite.interrupts agree on real data."""
+    from stormsuite import interrupts
+    before = DATA / "interrupts-6.1-4cpu.before"
+    after = DATA / "interrupts-6.1-4cpu.after"
+    proc = subprocess.run(
+        ["awk", "-f", str(AWK / "json.awk"), "-f",
+         str(AWK / "interrupts-json.awk"), str(before), str(after)],
+        capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    py = interrupts.delta(interrupts.parse(before.read_text()),
+                          interrupts.parse(after.read_text()))
+    assert doc["cpus"] == py.cpus
+    assert set(doc["rows"]) == set(py.rows)
+    for name, row in py.rows.items():
+        if name in ("ERR", "MIS"):
+            # one system-wide number: one column here, padded in Python
+            assert doc["rows"][name]["total"] == sum(row.counts)
+            continue
+        assert doc["rows"][name]["delta"] == row.counts, name
+        assert doc["rows"][name]["description"] == row.description
+    assert doc["rows"]["CAL"]["delta"] == [62, 24, 28, 687]
+    assert doc["rows"]["ERR"]["delta"] == [0]   # one system-wide number
+
+
+def test_interrupt_counters_wrap_at_32_bits(tmp_path):
+    before = tmp_path / "b"
+    before.write_text("           CPU0       CPU1\n"
+                      "CAL: 4294967290  7  Function call interrupts\n")
+    after = tmp_path / "a"
+    after.write_text("           CPU0       CPU1\n"
+                     "CAL:          4  9  Function call interrupts\n")
+    proc = subprocess.run(
+        ["awk", "-f", str(AWK / "json.awk"), "-f",
+         str(AWK / "interrupts-json.awk"), str(before), str(after)],
+        capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    row = json.loads(proc.stdout)["rows"]["CAL"]
+    assert row["delta"] == [10, 2] and row["total"] == 12
+    assert row["before"] == [4294967290, 7]     # no 4.29497e+09 from mawk
+
+
+# ---------------------------------------------------------------------
+# Refusals: nothing is written, and the message says what to do
+
+@needs_root
+def test_insmod_failure_writes_nothing(fake):
+    p = fake.run("--runs", "2", "ipistorm", "cpulist=64", FAKE_RC="1")
+    assert p.returncode == 1
+    assert "insmod ipistorm.ko cpulist=64 failed (exit 1)" in p.stderr
+    assert "Invalid parameters" in p.stderr
+    assert "nothing written" in p.stderr
+    assert fake.files() == [] and p.stdout == ""
+
+
+@needs_root
+@pytest.mark.parametrize("status", ["interrupted", "failed"])
+def test_run_not_done_writes_nothing(fake, tmp_path, status):
+    bad = tmp_path / "bad.result"
+    text = (DATA / "ipistorm-6.1-single.result").read_text()
+    bad.write_text(text.replace("status: done", f"status: {status}"))
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1",
+                 FAKE_RESULT=str(bad))
+    assert p.returncode == 1
+    assert f"status is '{status}', not done" in p.stderr
+    assert fake.files() == []
+
+
+@needs_root
+def test_result_of_another_storm_is_refused(fake, tmp_path):
+    bad = tmp_path / "other.result"
+    text = (DATA / "ipistorm-6.1-single.result").read_text()
+    bad.write_text(text.replace("storm: ipistorm", "storm: tlbstorm"))
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm",
+                 FAKE_RESULT=str(bad))
+    assert p.returncode == 1 and "not ipistorm" in p.stderr
+    assert fake.files() == []
+
+
+def test_missing_module_says_how_to_build(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the root check comes first")
+    p = subprocess.run([str(STORM_RUN), "--results", str(tmp_path / "r"),
+                        "--ko-dir", str(tmp_path / "none"), "ipistorm",
+                        "numipi=1"], capture_output=True, text=True)
+    assert p.returncode == 1
+    assert f"KDIR=/lib/modules/{platform.release()}/build" in p.stderr
+    assert "storm vm" in p.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_storm(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the root check comes first")
+    p = subprocess.run([str(STORM_RUN), "--ko-dir", str(tmp_path),
+                        "nosuchstorm"], capture_output=True, text=True)
+    assert p.returncode == 1 and "no such storm" in p.stderr
+
+
+def test_not_root_is_refused(tmp_path):
+    cmd = [str(STORM_RUN), "--results", str(tmp_path / "r"), "ipistorm",
+           "numipi=1"]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            pytest.skip("no setpriv to drop root")
+        cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+               *cmd]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "must run as root" in p.stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "name a storm"),
+    (["--runs", "0", "ipistorm"], "--runs 0"),
+    (["--runs", "x", "ipistorm"], "--runs x"),
+    (["--warmup", "-1", "ipistorm"], "--warmup -1"),
+    (["ipistorm", "numipi"], "parameters are NAME=VALUE"),
+    (["ipistorm", "a=1", "a=2"], "a given twice"),
+    (["ipistorm", "Bad=1"], "not a parameter name"),
+    (["--label", "a/b", "ipistorm"], "--label a/b"),
+    (["--label", "..", "ipistorm"], "--label .."),
+    (["Ipi storm"], "not a storm name"),
+    (["--frobnicate", "ipistorm"], "unknown option"),
+    (["--runs"], "--runs needs a value"),
+])
+def test_usage_errors(args, message):
+    p = subprocess.run([str(STORM_RUN), *args], capture_output=True,
+                       text=True)
+    assert p.returncode == 2
+    assert message in p.stderr
+
+
+def test_help():
+    for cmd in ([str(STORM_RUN), "--help"],
+                [str(REPO / "scripts" / "storm"), "run", "-h"]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        assert p.returncode == 0
+        assert "usage: storm run" in p.stdout
+        for opt in ("--runs", "--warmup", "--label", "--trace", "--bpftrace"):
+            assert opt in p.stdout
+
+
+def test_shellcheck_clean():
+    if not shutil.which("shellcheck"):
+        pytest.skip("no shellcheck")
+    p = subprocess.run(["shellcheck", "-S", "warning", str(STORM_RUN),
+                        str(REPO / "tests" / "guest" / "drivers.sh")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout
