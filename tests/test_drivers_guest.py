@@ -3,8 +3,9 @@ storm, --trace and --bpftrace name the IPI senders, and `storm compare`
 finishes 6.1 against 6.12 and default against idle=poll, the second
 reporting the CAL drop on the target as significant.
 
-Three boots: 6.1 and 6.12 with every case of tests/guest/drivers.sh, and
-6.1 with idle=poll for the ipistorm series alone. Assertions are on counts
+The cases are tests/guest/check-drivers.sh, run in the same boots as every
+other check script: 6.1 and 6.12 with every case, and 6.1 with idle=poll
+for the ipistorm series alone. Assertions are on counts
 and invariants, never on times.
 """
 
@@ -13,16 +14,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-import shutil
 import subprocess
 
 import pytest
 
+import conftest
 from conftest import REPO, assert_clean
 
 pytestmark = pytest.mark.guest
 
-TIMEOUT = 1500
 IPI_PARAMS = {"numipi": "500", "single": "1", "wait": "1", "cpulist": "0",
               "offset": "1", "delay": "50"}
 TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
@@ -58,31 +58,14 @@ class DriverBoot:
         return dirs.pop()
 
 
-_boots: dict[tuple[str, str], DriverBoot] = {}
-
-
 def boot(kernel: str, append: str = "") -> DriverBoot:
-    key = (kernel, append)
-    if key in _boots:
-        return _boots[key]
-    tag = f"drivers-{kernel}" + (f"-{append.replace('=', '_')}" if append
-                                 else "")
-    out = REPO / "build" / "test" / tag
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    cmd = [str(REPO / "scripts" / "storm"), "vm", "--kernel", kernel,
-           "--cpus", "4", "--timeout", str(TIMEOUT), "--rwdir", str(out)]
+    """The drivers' cases run in the shared boots (conftest.boot), as
+    tests/guest/check-drivers.sh; the idle=poll boot has 2 vCPUs."""
     if append:
-        cmd += ["--append", append]
-    cmd += ["--", "sh", "tests/guest/drivers.sh", str(out),
-            "idle" if append else "full"]
-    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=TIMEOUT + 120)
-    (out / "vm.log").write_text(proc.stdout)
-    _boots[key] = DriverBoot(kernel, append, out, proc.returncode,
-                             proc.stdout)
-    return _boots[key]
+        run = conftest.boot(kernel, append, "idle", cpus=2)
+    else:
+        run = conftest.boot(kernel)
+    return DriverBoot(kernel, append, run.out / "drivers", run.rc, run.log)
 
 
 @pytest.fixture(params=["6.1", "6.12"], scope="module")

@@ -1,13 +1,15 @@
 #!/bin/sh
-# drivers.sh OUT GROUP - in the guest: `storm run` cases for the host-side
-# tests in tests/test_drivers_guest.py (not a check-*.sh: run-all.sh does
-# not pick it up). Each case leaves NAME.out (the files written, one a
-# line), NAME.err (progress and errors) and NAME.rc in OUT; the run files
-# go to OUT/results/<label>/..., raw tracer output to OUT/keep/.
+# groups: idle
+# check-drivers.sh - in the guest: `storm run` cases for the host-side
+# tests in tests/test_drivers_guest.py, in the same boots as the other
+# check scripts. Each case leaves NAME.out (the files written, one a
+# line), NAME.err (progress and errors) and NAME.rc in $OUT/drivers; the
+# run files go to $OUT/drivers/results/<label>/..., raw tracer output to
+# $OUT/drivers/keep/.
 #
 # GROUP full: every case; idle (the idle=poll boot): the ipistorm series.
-OUT=${1:?usage: drivers.sh OUT GROUP}
-group=${2:-full}
+OUT=${OUT:?OUT must name the output directory}/drivers
+group=${GROUP:-full}
 R=$OUT/results
 mkdir -p "$R" "$OUT/keep"
 
