@@ -152,8 +152,11 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     # a flush work item on each CPU that holds a cpu slab: one wakeup each
     for cpu in (1, 2):
         assert destroy[cpu] >= 0.8 * n, destroy
-    # CPU 3 never held a slab of these caches
-    assert destroy[3] < 0.5 * min(destroy[1], destroy[2]), destroy
+    # CPU 3 never held a slab of these caches. On 6.12 every destroy also
+    # waits in kvfree_rcu_barrier(), which costs every CPU some IPIs (about
+    # n/2 each here), so compare what the touching CPUs get on top of that.
+    for cpu in (1, 2):
+        assert destroy[cpu] - destroy[3] >= 0.4 * n, destroy
     assert milli(res, "destroy") >= 1600
     untouched = ok(guest.case("slab_untouched"))
     assert milli(res, "destroy") > 4 * milli(untouched, "destroy")
