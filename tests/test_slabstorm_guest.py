@@ -173,7 +173,10 @@ def test_shrink_flag_moves_the_flush_from_destroy_to_shrink(guest):
     shrink, destroy = phase_ipis(res, "shrink"), phase_ipis(res, "destroy")
     for cpu in (1, 2):
         assert shrink[cpu] >= 0.8 * n, shrink
-        assert destroy[cpu] < 0.3 * n, destroy
+        # the flush is gone from destroy: what is left there is 6.12's
+        # kvfree_rcu_barrier() share, which reaches untouched CPUs too
+        assert shrink[cpu] - destroy[cpu] >= 0.4 * n, (shrink, destroy)
+        assert destroy[cpu] < 0.5 * shrink[cpu], (shrink, destroy)
 
 
 def test_shrink_mode_flushes_every_touching_cpu(guest):
