@@ -174,7 +174,8 @@ def test_trace_names_the_senders(full):
         assert "csd:csd_queue_cpu" in t["events"]
     else:
         assert "ipi:ipi_send_cpu" not in t["events"]
-        assert "function tracer" in t["source"]
+        # 6.1 has no ipi:* events: kprobes on the x86 send functions
+        assert "kprobe events" in t["source"]
 
     b = bpf["bpftrace"]
     assert b["tool"] == "bpftrace" and b["senders"]
