@@ -35,7 +35,6 @@ slab_case slab_touched mode=create numcache=200 cpu=0 cpulist=1-2
 slab_case slab_touched_shrink mode=create numcache=100 cpu=0 cpulist=1-2 \
 	shrink=1 fill=20 objsize=256
 slab_case slab_shrink mode=shrink numcache=50 cpu=0 cpulist=1-3 fill=50
-slab_case slab_shrink_default mode=shrink numcache=20
 slab_case slab_remote mode=remote numobj=10000
 slab_case slab_remote_ring mode=remote numobj=3000 cpulist=1-3
 slab_case slab_timed mode=create timeout=1
@@ -99,7 +98,7 @@ bad_case slab_bad_shrink_flag mode=shrink numcache=10 shrink=1
 bad_case slab_bad_latency_value numcache=10 latency=maybe
 
 # Offline CPU 3: refused as a toucher and as the main CPU; the shrink
-# default then covers the online CPUs only.
+# default (every online CPU) then leaves it out.
 if echo 0 >/sys/devices/system/cpu/cpu3/online; then
 	bad_case slab_bad_cpulist_offline numcache=10 cpulist=2-3
 	bad_case slab_bad_cpu_offline numcache=10 cpu=3
@@ -148,7 +147,6 @@ background_case() {
 	slabs >"$dir/slabs.after"
 	dmesg_since "$mark" >"$dir/dmesg"
 }
-background_case slab_background mode=create timeout=60 cpu=0 cpulist=1-3
 background_case slab_background_rcu mode=rcu timeout=60 cpu=0 cpulist=1-3
 background_case slab_background_shrink mode=shrink timeout=60 fill=50
 
