@@ -1,0 +1,372 @@
+"""stormsuite.compare, metrics, runs and matrix on real run files.
+
+tests/data/runs/ holds run files captured in guests by `storm run`:
+ipistorm numipi=500 single=1 wait=1 cpulist=0 offset=1 delay=50, 4 vCPUs
+under TCG, on Debian 6.12 with the default HLT idle and with idle=poll
+(the first five runs of each side of the committed comparison under
+results/) and on 6.1 (tests/test_drivers_guest.py's boot).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO
+from stormsuite import compare, matrix, metrics, runs, stats
+
+RUNS = pathlib.Path(__file__).parent / "data" / "runs"
+TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
+
+
+def labels() -> dict[str, str]:
+    """{"base": 6.12, "poll": 6.12 idle=poll, "old": 6.1} from the data."""
+    out = {}
+    for d in sorted(p.name for p in RUNS.iterdir() if p.is_dir()):
+        if d.endswith("_idle=poll"):
+            out["poll"] = d
+        elif d.startswith("6.12."):
+            out["base"] = d
+        elif d.startswith("6.1."):
+            out["old"] = d
+    assert set(out) == {"base", "poll", "old"}, out
+    return out
+
+
+L = labels()
+
+
+def load(key: str) -> runs.Series:
+    [series] = runs.resolve(L[key], RUNS)
+    return series
+
+
+def opts(**kw) -> compare.argparse.Namespace:
+    base = dict(test="welch", confidence=0.95, floor=compare.FLOOR,
+                all=False, no_plot=False, no_write=False)
+    base.update(kw)
+    return compare.argparse.Namespace(**base)
+
+
+def test_series_load():
+    s = load("base")
+    assert s.storm == "ipistorm" and s.label == L["base"]
+    assert s.params == {"numipi": "500", "single": "1", "wait": "1",
+                        "cpulist": "0", "offset": "1", "delay": "50"}
+    assert len(s.runs) == 5 and not s.traced
+    assert s.env("virtualization") == {"tcg"}
+
+
+def test_metrics_of_a_run():
+    run = load("base").runs[0]
+    m = {k.name: v for k, v in metrics.of_run(run).items()}
+    res = run["result"]
+    assert m["ipistorm.runtime_ns"] == res["runtime_ns"]
+    assert m["ipistorm.calls_per_sec"] == pytest.approx(
+        500 * 1e9 / res["runtime_ns"])
+    assert m["ipistorm.handled"] == 500
+    assert m["ipistorm.irq.CPU1.CAL"] == res["irq.1.CAL"]
+    assert m["ipistorm.irq.CAL"] == sum(res[f"irq.{c}.CAL"] for c in range(4))
+    cal = run["interrupts"]["rows"]["CAL"]
+    assert m["interrupts.CAL:Function_call_interrupts"] == cal["total"]
+    assert m[TARGET_CAL] == cal["delta"][1]
+    assert m["interrupts.CPU0.CAL:Function_call_interrupts"] == cal["delta"][0]
+    # per CPU only where the storm runs: sender 0 and target 1
+    assert "interrupts.CPU2.CAL:Function_call_interrupts" not in m
+    p = [m[f"ipistorm.latency.p{q}_ns"] for q in ("50", "90", "99", "99.9")]
+    assert p == sorted(p) and p[0] >= res["latency.min_ns"]
+    kinds = {k.name: k.kind for k in metrics.of_run(run)}
+    assert kinds["ipistorm.runtime_ns"] == "time"
+    assert kinds["ipistorm.calls_per_sec"] == "rate"
+    assert kinds[TARGET_CAL] == "count"
+
+
+def test_means_match_the_samples():
+    cmp = compare.build([load("base"), load("poll")])
+    rows = {r.metric.name: r for r in cmp.rows}
+    rt = rows["ipistorm.runtime_ns"]
+    samples = [r["result"]["runtime_ns"] for r in load("base").runs]
+    assert rt.values[0] == samples
+    assert rt.summaries[0].mean == pytest.approx(sum(samples) / 5)
+    assert rt.summaries[0].cv == pytest.approx(stats.cv(samples))
+    assert rt.metric.stat == "Amean"
+    rate = rows["ipistorm.calls_per_sec"]
+    assert rate.metric.stat == "Hmean"
+    assert rate.summaries[0].mean == pytest.approx(
+        5 / sum(r / (500 * 1e9) for r in samples))
+
+
+def test_idle_poll_drops_the_target_cal_significantly():
+    cmp = compare.build([load("base"), load("poll")])
+    rows = {r.metric.name: r for r in cmp.rows}
+    for name in (TARGET_CAL, "ipistorm.irq.CPU1.CAL"):
+        c = rows[name].changes[1]
+        assert c.reported and c.significant and c.pct < -50, name
+        assert c.p < 0.05
+    # every call still ran on the target
+    assert rows["ipistorm.handled"].summaries[1].mean == 500
+
+
+def test_table():
+    cmp = compare.build([load("base"), load("poll")])
+    table = compare.render(cmp)
+    lines = table.splitlines()
+    assert lines[0].startswith("ipistorm  cpulist=0 delay=50 numipi=500")
+    assert L["base"] in lines[3] and L["poll"] in lines[3]
+    row = next(x for x in lines if TARGET_CAL in x)
+    assert row.startswith("Amean ") and row.rstrip().endswith("*")
+    assert "(CV" in row and "%" in row
+    assert next(x for x in lines if "ipistorm.calls_per_sec" in x) \
+        .startswith("Hmean")
+    assert "Welch's t-test" in table and "95% confidence" in table
+    assert "below 10 counts" in table
+    assert "taken under emulation (TCG)" in table
+    # rows with tiny counts everywhere are hidden, --all shows them
+    hidden = [r for r in cmp.rows if not r.shown]
+    assert hidden and f"{len(hidden)} interrupt rows" in table
+    full = compare.render(cmp, show_all=True)
+    assert len(full.splitlines()) == len(lines) + len(hidden) - 1
+
+
+def test_tiny_counts_are_marked_not_changed():
+    cmp = compare.build([load("base"), load("poll")], floor=1e9)
+    table = compare.render(cmp, show_all=True)
+    row = next(x for x in table.splitlines() if TARGET_CAL in x)
+    assert row.rstrip().endswith("~")
+    rows = {r.metric.name: r for r in cmp.rows}
+    assert not rows[TARGET_CAL].changes[1].significant
+    assert not rows[TARGET_CAL].shown
+
+
+def test_mann_whitney_is_named_in_the_footer():
+    cmp = compare.build([load("base"), load("poll")], test="mannwhitney")
+    table = compare.render(cmp)
+    assert "Mann-Whitney U test" in table
+    rows = {r.metric.name: r for r in cmp.rows}
+    # 5 against 5 completely apart: p = 2/252 exactly, or about 0.012 by
+    # the normal approximation scipy uses when a side has ties
+    c = rows[TARGET_CAL].changes[1]
+    assert 2 / 252 - 1e-9 <= c.p < 0.02 and c.significant
+
+
+def test_json_output():
+    cmp = compare.build([load("base"), load("poll"), load("old")])
+    doc = compare.to_json(cmp)
+    text = json.dumps(doc, allow_nan=False)      # strict JSON, no NaN
+    doc = json.loads(text)
+    assert doc["kind"] == "storm-compare"
+    assert doc["baseline"] == L["base"]
+    assert doc["candidates"] == [L["poll"], L["old"]]
+    assert doc["test_name"] == "Welch's t-test" and doc["confidence"] == 0.95
+    for name in ("ipistorm.runtime_ns", "interrupts.CAL:Function_call_interrupts",
+                 TARGET_CAL, "ipistorm.latency.p99_ns"):
+        assert name in doc["metrics"], name
+        assert name in doc["stats"][L["poll"]]
+    m = doc["metrics"][TARGET_CAL]
+    assert set(m["values"]) == {L["base"], L["poll"], L["old"]}
+    assert set(m["changes"]) == {L["poll"], L["old"]}
+    assert len(m["values"][L["base"]]["samples"]) == 5
+    assert m["changes"][L["poll"]]["significant"] is True
+    assert [s["runs"] for s in doc["sets"]] == [5, 5, len(load("old").runs)]
+
+
+def test_outputs_written(tmp_path):
+    cmp = compare.build([load("base"), load("poll")])
+    files = compare.write_outputs(cmp, compare.render(cmp), tmp_path)
+    names = sorted(f.name for f in files)
+    stem = "compare-ipistorm-cpulist_0-delay_50-numipi_500-offset_1-single_1-wait_1"
+    assert names == [f"{stem}.json", f"{stem}.png", f"{stem}.txt"]
+    assert (tmp_path / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    json.loads((tmp_path / f"{stem}.json").read_text())
+
+
+def copy_series(key: str, dest: pathlib.Path) -> pathlib.Path:
+    src = load(key).dir
+    d = dest / L[key] / src.name
+    shutil.copytree(src, d)
+    return d
+
+
+def edit_runs(d: pathlib.Path, fn) -> None:
+    for f in d.glob("run-*.json"):
+        doc = json.loads(f.read_text())
+        fn(doc)
+        f.write_text(json.dumps(doc))
+
+
+def test_refuses_different_parameters(tmp_path):
+    d = copy_series("poll", tmp_path)
+    edit_runs(d, lambda doc: doc["params"].update(numipi="1000"))
+    with pytest.raises(compare.CompareError, match="refusing"):
+        compare.build([load("base"), runs.load_series(d)])
+    proc = subprocess.run(
+        [str(REPO / "scripts" / "storm"), "compare", "--no-write",
+         str(load("base").dir), str(d)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "refusing to compare different storms or parameters" in proc.stderr
+    assert "numipi=1000" in proc.stderr
+
+
+def test_refuses_different_storms(tmp_path):
+    d = copy_series("poll", tmp_path)
+    edit_runs(d, lambda doc: doc.update(storm="tlbstorm"))
+    with pytest.raises(compare.CompareError, match="tlbstorm"):
+        compare.build([load("base"), runs.load_series(d)])
+
+
+def test_labels_with_nothing_in_common_are_refused(tmp_path):
+    d = copy_series("poll", tmp_path)
+    edit_runs(d, lambda doc: doc["params"].update(delay="0"))
+    sides = [runs.resolve(L["base"], RUNS), runs.resolve(L["poll"], tmp_path)]
+    assert compare.pair(sides)          # one series each: paired as given
+    other = d.parent / "ipistorm-more"
+    shutil.copytree(d, other)
+    sides[1] = runs.resolve(L["poll"], tmp_path)
+    with pytest.raises(compare.CompareError, match="no storm with the same"):
+        compare.pair(sides)
+
+
+def test_mixed_directory_is_refused(tmp_path):
+    d = copy_series("poll", tmp_path)
+    f = sorted(d.glob("run-*.json"))[0]
+    doc = json.loads(f.read_text())
+    doc["params"]["numipi"] = "7"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(runs.RunError, match="different storms or parameters"):
+        runs.load_series(d)
+
+
+def test_environment_differences_warn(tmp_path):
+    d = copy_series("poll", tmp_path)
+    edit_runs(d, lambda doc: doc["env"].update(cpu_count=8,
+                                                virtualization="kvm"))
+    cmp = compare.build([load("base"), runs.load_series(d)])
+    text = "\n".join(cmp.warnings)
+    assert "environments differ in cpu_count" in text
+    assert "environments differ in virtualization" in text
+    assert "warning: environments differ in cpu_count" in compare.render(cmp)
+
+
+def test_traced_runs_are_left_out(tmp_path):
+    d = copy_series("poll", tmp_path)
+    f = sorted(d.glob("run-*.json"))[0]
+    doc = json.loads(f.read_text())
+    doc["run"].update(traced=True, kind="trace")
+    doc["result"]["runtime_ns"] *= 10
+    (d / "run-99991231T000000Z-9.json").write_text(json.dumps(doc))
+    s = runs.load_series(d)
+    assert len(s.runs) == 5 and len(s.traced) == 1
+
+
+def test_not_a_run_file(tmp_path):
+    f = tmp_path / "run-x.json"
+    f.write_text('{"kind": "something else"}')
+    with pytest.raises(runs.RunError, match="not a storm run file"):
+        runs.load_run(f)
+    f.write_text("{")
+    with pytest.raises(runs.RunError, match="not a readable JSON"):
+        runs.load_run(f)
+
+
+def test_unknown_label():
+    with pytest.raises(runs.RunError, match="no such label"):
+        runs.resolve("no-such-label", RUNS)
+
+
+def test_compare_cli(tmp_path):
+    proc = subprocess.run(
+        [str(REPO / "scripts" / "storm"), "compare", "--results", str(RUNS),
+         "--out", str(tmp_path), L["base"], L["poll"]],
+        capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert TARGET_CAL in proc.stdout
+    assert len(list(tmp_path.iterdir())) == 3
+    assert "wrote" in proc.stderr
+
+
+@pytest.mark.parametrize("sub", ["compare", "matrix", "run"])
+def test_help(sub):
+    proc = subprocess.run([str(REPO / "scripts" / "storm"), sub, "--help"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and f"storm {sub}" in proc.stdout
+
+
+def test_bad_confidence():
+    proc = subprocess.run([str(REPO / "scripts" / "storm"), "compare",
+                           "--confidence", "95", "a", "b"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "--confidence" in proc.stderr
+
+
+# ---------------------------------------------------------------------
+# matrix, with a stand-in for the guests
+
+def test_matrix_labels():
+    assert matrix.label_for("6.1.0-56-amd64", "") == "6.1.0-56-amd64"
+    assert matrix.label_for("6.1.0-56-amd64", "idle=poll") == \
+        "6.1.0-56-amd64_idle=poll"
+    assert matrix.label_for("6.12.1", "idle=poll  nohz_full=1-3") == \
+        "6.12.1_idle=poll,nohz_full=1-3"
+    assert matrix.label_for("6.12.1", "a/b") == "6.12.1_a_b"
+
+
+def test_matrix_reads_the_files_the_guest_wrote():
+    rc, files = matrix.run_guest(
+        ["sh", "-c", "echo progress; echo /a/b/run-20260101T000000Z-1.json;"
+         " printf '/a/b/run-20260101T000000Z-2.json\\r\\n'; exit 3"])
+    assert rc == 3
+    assert files == [pathlib.Path("/a/b/run-20260101T000000Z-1.json"),
+                     pathlib.Path("/a/b/run-20260101T000000Z-2.json")]
+
+
+def test_matrix_end_to_end(monkeypatch, tmp_path, capsys):
+    """Two combinations; the guests are replaced by the captured runs."""
+    made = []
+
+    class K:
+        def __init__(self, release):
+            self.release = release
+
+    release = L["base"]
+    monkeypatch.setattr(matrix.kernels, "resolve", lambda spec: K(release))
+
+    def fake_guest(cmd):
+        made.append(cmd)
+        key = "poll" if "--append" in cmd else "base"
+        return 0, sorted(load(key).dir.glob("run-*.json"))
+
+    monkeypatch.setattr(matrix, "run_guest", fake_guest)
+    rc = matrix.main(["--append", "", "--append", "idle=poll", "--runs", "5",
+                      "--cpus", "4", "--out", str(tmp_path), "--trace",
+                      "ipistorm", "numipi=500", "single=1", "wait=1",
+                      "cpulist=0", "offset=1", "delay=50"])
+    assert rc == 0
+    assert len(made) == 2
+    first, second = made
+    assert first[first.index("--") + 1:] == [
+        "scripts/storm", "run", "--runs", "5", "--warmup", "1", "--label",
+        release, "--trace", "ipistorm", "numipi=500", "single=1",
+        "wait=1", "cpulist=0", "offset=1", "delay=50"]
+    assert second[second.index("--append") + 1] == "idle=poll"
+    assert f"{release}_idle=poll" in second
+    out = capsys.readouterr()
+    assert TARGET_CAL in out.out
+    assert "total" in out.err
+    assert len(list(tmp_path.glob("compare-*"))) == 3
+
+
+def test_matrix_refuses_duplicate_combinations(monkeypatch):
+    class K:
+        release = "6.1.0-56-amd64"
+    monkeypatch.setattr(matrix.kernels, "resolve", lambda spec: K())
+    with pytest.raises(SystemExit):
+        matrix.main(["--kernel", "6.1", "--kernel", "6.1", "ipistorm"])
+
+
+def test_hmean_is_nan_safe_in_json():
+    assert compare._num(math.nan) is None
