@@ -10,15 +10,20 @@ SUBCOMMANDS = {
     "show": ("show", "summarise storm result files (latency percentiles)"),
     "compare": ("compare", "compare result sets: mean, CV, change, significance"),
     "matrix": ("matrix", "run a storm on several kernels/boot args, then compare"),
+    "kernel": ("kbuild", "kernel build TREE: a guest kernel and the storms"),
+    "ab": ("ab", "a patched kernel against its baseline, built and compared"),
+    "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
+    "bisect-step": ("bisect", "one bisect step (run by git bisect run)",
+                    "step_main"),
 }
 
 
 def usage() -> str:
     lines = ["usage: storm SUBCOMMAND [--help] ...", "", "subcommands:"]
-    lines += [f"  {name:10} {desc}" for name, (_, desc) in SUBCOMMANDS.items()]
-    lines += [f"  {'run':10} load a storm on this kernel and save its result",
-              f"  {'test':10} run the test suite (what CI runs)",
-              f"  {'demo':10} set up, then run a demo storm in a guest"]
+    lines += [f"  {name:11} {entry[1]}" for name, entry in SUBCOMMANDS.items()]
+    lines += [f"  {'run':11} load a storm on this kernel and save its result",
+              f"  {'test':11} run the test suite (what CI runs)",
+              f"  {'demo':11} set up, then run a demo storm in a guest"]
     return "\n".join(lines)
 
 
@@ -31,5 +36,7 @@ def main(argv: list[str]) -> int:
         print(f"storm: unknown subcommand {name!r}\n\n{usage()}",
               file=sys.stderr)
         return 2
-    module = importlib.import_module(f"stormsuite.{SUBCOMMANDS[name][0]}")
-    return int(module.main(rest) or 0)
+    entry = SUBCOMMANDS[name]
+    module = importlib.import_module(f"stormsuite.{entry[0]}")
+    func = entry[2] if len(entry) > 2 else "main"
+    return int(getattr(module, func)(rest) or 0)

@@ -63,6 +63,11 @@ def resolve(spec: str, boot: pathlib.Path = BOOT,
     if path.is_dir():
         image = path / "arch" / "x86" / "boot" / "bzImage"
         release = _release_of_tree(path)
+        if (path / ".storm-config").exists() \
+                and not (path / ".storm-built").exists():
+            raise KernelNotFound(
+                f"{spec}: its last storm kernel build did not finish; "
+                "build it again (storm kernel build)")
         if not image.is_file() or not release:
             raise KernelNotFound(
                 f"{spec}: not a built kernel tree (no arch/x86/boot/bzImage "

@@ -1,0 +1,256 @@
+"""storm kernel build: a guest kernel from a source tree, then the storms.
+
+The tree is only read: objects go to a separate build directory (make O=),
+so one tree serves any number of builds and stays clean. The configuration
+is allnoconfig plus configs/guest.config (what `storm vm` and the storms
+need, nothing else) plus the user's fragments, so a from-scratch build is
+minutes, not hours. ccache, when installed, is shared by every build
+directory: a second revision of the same tree compiles only what differs.
+
+A build directory is usable only once `.storm-built` exists in it; it is
+removed before every build, so a failed build is never booted or bisected
+as if it were the previous good one (kernels.resolve checks it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from . import REPO
+
+GUEST_CONFIG = REPO / "configs" / "guest.config"
+BUILD_ROOT = REPO / "build" / "kernel"
+STAMP = ".storm-built"
+FRAGMENT_COPY = ".storm-config"
+# Without these the guest cannot boot or the storms cannot load: a
+# fragment or tree that loses one of them is an error, not a warning.
+ESSENTIAL = ("CONFIG_SMP", "CONFIG_MODULES", "CONFIG_VIRTIO_PCI",
+             "CONFIG_9P_FS", "CONFIG_DEBUG_FS", "CONFIG_BINFMT_SCRIPT")
+CONFIG_LINE = re.compile(r"^(CONFIG_\w+)=(.*)$")
+UNSET_LINE = re.compile(r"^# (CONFIG_\w+) is not set$")
+
+
+class BuildError(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class Built:
+    out: pathlib.Path
+    release: str
+    seconds: float
+    revision: str
+
+
+def default_out(tree: pathlib.Path, suffix: str = "") -> pathlib.Path:
+    return BUILD_ROOT / (tree.resolve().name + (f"-{suffix}" if suffix else ""))
+
+
+def git_revision(tree: pathlib.Path) -> str:
+    """The tree's commit (with -dirty), or '' when it is not a git tree."""
+    res = subprocess.run(["git", "-C", str(tree), "describe", "--always",
+                          "--dirty", "--abbrev=12", "--match=NONE"],
+                         capture_output=True, text=True)
+    return res.stdout.strip() if res.returncode == 0 else ""
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """CONFIG_X -> value ('n' for '# ... is not set'); the last line wins."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        m = CONFIG_LINE.match(line)
+        if m:
+            out[m.group(1)] = m.group(2)
+            continue
+        m = UNSET_LINE.match(line)
+        if m:
+            out[m.group(1)] = "n"
+    return out
+
+
+def merged_fragment(fragments: list[pathlib.Path], localversion: str) -> str:
+    parts = [f"# {GUEST_CONFIG.relative_to(REPO)}\n" + GUEST_CONFIG.read_text()]
+    for frag in fragments:
+        parts.append(f"# {frag}\n" + frag.read_text())
+    parts.append(f'CONFIG_LOCALVERSION="{localversion}"\n')
+    return "\n".join(parts)
+
+
+def unmet(wanted: dict[str, str], got: dict[str, str]) -> list[str]:
+    """Options asked for that the configuration did not take."""
+    missing = []
+    for sym, value in wanted.items():
+        have = got.get(sym, "n")
+        if value.strip('"') != have.strip('"'):
+            missing.append(f"{sym}={value} (got {have})")
+    return missing
+
+
+def make_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # setlocalversion appends "+" to the release of an untagged git tree
+    # unless LOCALVERSION is set; CONFIG_LOCALVERSION names the build.
+    env["LOCALVERSION"] = ""
+    env["KBUILD_BUILD_USER"] = "storm"
+    env["KBUILD_BUILD_HOST"] = "storm"
+    if shutil.which("ccache"):
+        # One cache for every build directory under build/kernel: paths
+        # are made relative to it, and the working directory (which -g
+        # would put in the hash) is left out.
+        env.setdefault("CCACHE_BASEDIR", str(BUILD_ROOT.parent))
+        env.setdefault("CCACHE_NOHASHDIR", "1")
+        env.setdefault("CCACHE_SLOPPINESS", "time_macros")
+        env.setdefault("CCACHE_MAXSIZE", "10G")
+    return env
+
+
+def make_args(tree: pathlib.Path, out: pathlib.Path, jobs: int) -> list[str]:
+    args = ["make", "-C", str(tree), f"O={out}", f"-j{jobs}", "-s"]
+    if shutil.which("ccache"):
+        args.append("CC=ccache gcc")
+    return args
+
+
+def run_make(args: list[str], log: pathlib.Path, what: str,
+             progress: bool) -> None:
+    """Run make, its output to log; on failure show the compiler's errors."""
+    started = time.monotonic()
+    with open(log, "ab") as logf:
+        logf.write(f"$ {' '.join(args)}\n".encode())
+        logf.flush()
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=logf,
+                                stderr=subprocess.STDOUT, env=make_env())
+        last = started
+        while proc.poll() is None:
+            time.sleep(1)
+            now = time.monotonic()
+            if progress and now - last >= 30:
+                last = now
+                print(f"storm kernel build: {what}: {now - started:.0f} s",
+                      file=sys.stderr, flush=True)
+    if proc.returncode != 0:
+        lines = log.read_text(errors="replace").splitlines()
+        errors = [ln for ln in lines if re.search(r"\berror\b|Error \d", ln)]
+        shown = (errors[:30] or lines[-30:])
+        raise BuildError(f"{what} failed (exit {proc.returncode}); "
+                         f"full log: {log}\n  " + "\n  ".join(shown))
+
+
+def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
+              jobs: int, progress: bool) -> None:
+    """allnoconfig + the fragment, unless the same fragment made .config."""
+    copy = out / FRAGMENT_COPY
+    log = out / "build.log"
+    if (out / ".config").is_file() and copy.is_file() \
+            and copy.read_text() == fragment:
+        return
+    copy.unlink(missing_ok=True)
+    allconfig = out / ".storm-allconfig"
+    allconfig.write_text(fragment)
+    run_make(make_args(tree, out, jobs)
+             + [f"KCONFIG_ALLCONFIG={allconfig}", "allnoconfig"],
+             log, "configuration", progress)
+    wanted = parse_config(fragment)
+    got = parse_config((out / ".config").read_text())
+    missing = unmet(wanted, got)
+    fatal = [m for m in missing if m.split("=")[0] in ESSENTIAL]
+    if fatal:
+        raise BuildError("the configuration lacks what the guest needs: "
+                         + ", ".join(fatal))
+    for m in missing:
+        print(f"storm kernel build: note: {m}", file=sys.stderr)
+    copy.write_text(fragment)
+
+
+def release_of(out: pathlib.Path) -> str:
+    uts = out / "include" / "generated" / "utsrelease.h"
+    m = re.search(r'UTS_RELEASE "([^"]+)"', uts.read_text())
+    if not m:
+        raise BuildError(f"{uts}: no UTS_RELEASE")
+    return m.group(1)
+
+
+def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
+          fragments: tuple[pathlib.Path, ...] = (), localversion: str = "-storm",
+          jobs: int | None = None, modules: bool = True,
+          progress: bool = True) -> Built:
+    """Configure and build TREE into OUT, then the storms against it."""
+    tree = tree.resolve()
+    if not (tree / "Makefile").is_file() or not (tree / "Kconfig").is_file():
+        raise BuildError(f"{tree}: not a kernel source tree")
+    if (tree / ".config").exists() or (tree / "include" / "config").exists():
+        raise BuildError(f"{tree}: has a .config or include/config from an "
+                         "in-tree build; builds go to a separate directory "
+                         "(make O=), which needs a clean tree: run "
+                         f"'make -C {tree} mrproper'")
+    out = (out or default_out(tree)).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / STAMP).unlink(missing_ok=True)
+    jobs = jobs or os.cpu_count() or 1
+    started = time.monotonic()
+    revision = git_revision(tree)
+    configure(tree, out, merged_fragment(list(fragments), localversion),
+              jobs, progress)
+    run_make(make_args(tree, out, jobs), out / "build.log",
+             f"kernel {revision or tree.name}", progress)
+    release = release_of(out)
+    if modules:
+        run_make(["make", "-C", str(REPO), "--no-print-directory",
+                  f"KDIR={out}", "modules"], out / "build.log",
+                 "the storm modules", progress)
+    seconds = time.monotonic() - started
+    (out / STAMP).write_text(json.dumps({
+        "tree": str(tree), "revision": revision, "release": release,
+        "seconds": round(seconds, 1), "finished": time.time()}) + "\n")
+    return Built(out=out, release=release, seconds=seconds, revision=revision)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm kernel build",
+        description="Build a guest kernel from a source tree into a separate "
+        "directory (the tree stays clean), with allnoconfig + "
+        "configs/guest.config + your fragments, then the storm modules "
+        "against it. Boot it with: storm vm --kernel OUT.")
+    p.add_argument("tree", type=pathlib.Path, help="kernel source tree")
+    p.add_argument("--config", action="append", default=[],
+                   type=pathlib.Path, metavar="FRAGMENT",
+                   help="a config fragment merged on top (repeatable)")
+    p.add_argument("--out", type=pathlib.Path,
+                   help="build directory (default build/kernel/<tree name>)")
+    p.add_argument("--localversion", default="-storm",
+                   help="CONFIG_LOCALVERSION: names the release "
+                   "(default -storm)")
+    p.add_argument("-j", "--jobs", type=int,
+                   help="parallel jobs (default: CPU count)")
+    if not argv or argv[0] != "build":
+        if argv and argv[0] in ("-h", "--help"):
+            p.print_help()
+            return 0
+        p.error("usage: storm kernel build TREE [options]")
+    args = p.parse_args(argv[1:])
+    for frag in args.config:
+        if not frag.is_file():
+            p.error(f"{frag}: no such config fragment")
+    if not re.fullmatch(r"[A-Za-z0-9._+-]*", args.localversion):
+        p.error("--localversion: letters, digits and . _ + - only")
+    try:
+        built = build(args.tree, args.out, fragments=tuple(args.config),
+                      localversion=args.localversion, jobs=args.jobs)
+    except BuildError as e:
+        print(f"storm kernel build: {e}", file=sys.stderr)
+        return 1
+    print(f"storm kernel build: {built.release} in {built.out} "
+          f"({built.seconds:.0f} s); boot it with: "
+          f"scripts/storm vm --kernel {built.out} -- ...")
+    return 0
