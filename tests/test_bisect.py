@@ -207,3 +207,24 @@ def test_step_exit_codes(tmp_path):
         assert bisect.step(state_file) == code, sha
     decisions = [s["decision"] for s in bisect.steps(tmp_path)]
     assert decisions == ["good", "bad", "skip", "skip"]
+
+
+def test_bisect_on_an_interrupt_row_prints_the_convicting_table(tmp_path):
+    """Real run files (6.12, default vs idle=poll) as the commits' runs:
+    the metric is the target's CAL row, and the summary has compare's
+    table of the good endpoint against the first bad commit."""
+    default, poll = "6.12.117+deb12-amd64", "6.12.117+deb12-amd64_idle=poll"
+    shas = make_repo(tmp_path / "tree", [default, default, poll, poll])
+    rc, out, err = run_bisect(
+        tmp_path / "tree", tmp_path / "res", shas[0], shas[-1],
+        "--metric", "interrupts.CPU1.CAL:Function_call_interrupts",
+        "--measurer", "bisect_fake:measure_captured")
+    assert rc == 0, err
+    assert f"first bad commit: {shas[2]}" in out
+    row = next(line for line in out.splitlines()
+               if line.startswith(
+                   "Amean interrupts.CPU1.CAL:Function_call_interrupts"))
+    assert row.rstrip().endswith("*"), row
+    d = bisect_dir(tmp_path / "res")
+    assert list(d.glob("compare-*.png")) and list(d.glob("compare-*.json"))
+    assert out.count("Amean ipistorm.runtime_ns") == 1

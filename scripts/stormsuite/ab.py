@@ -72,14 +72,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="config fragment for both builds (repeatable)")
-    p.add_argument("--runs", type=int, default=5,
-                   help="measured runs per kernel (default 5)")
-    p.add_argument("--warmup", type=int, default=1,
-                   help="warm-up runs per kernel (default 1)")
-    p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
-    p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
-    p.add_argument("--timeout", type=float, default=900,
-                   help="seconds per guest (default 900)")
+    matrix.add_guest_options(p, "kernel")
     compare.add_stat_options(p)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")

@@ -164,9 +164,12 @@ def steps(state_dir: pathlib.Path) -> list[dict[str, Any]]:
             if line.strip()]
 
 
-def describe(xs: list[float]) -> str:
+def describe(xs: list[float], state: dict[str, Any]) -> str:
     s = stats.summarize(xs)
-    return f"mean {s.mean:.6g} CV {s.cv:.1f}% n={s.n}"
+    name = state.get("metric_name", "")
+    unit = "ns" if name.endswith("_ns") else ""
+    mean = compare.fmt_value(s.mean, metrics.Metric(name, "", unit))
+    return f"mean {mean} CV {s.cv:.1f}% n={s.n}"
 
 
 # ---------------------------------------------------------------- one step
@@ -197,7 +200,7 @@ def step(state_file: pathlib.Path) -> int:
                     len(record["samples"]) + n > state["max_runs"]:
                 break
             print(f"storm bisect: {short(sha)}: ambiguous "
-                  f"({describe(record['samples'])}); {n} more runs",
+                  f"({describe(record['samples'], state)}); {n} more runs",
                   file=sys.stderr, flush=True)
     except MeasureError as e:
         record.update(decision="skip", why=str(e))
@@ -214,7 +217,7 @@ def step(state_file: pathlib.Path) -> int:
                 f"{len(record['samples'])} runs"
     record["seconds"] = round(time.monotonic() - started, 1)
     log_step(state, record)
-    shown = describe(record["samples"]) if record["samples"] else ""
+    shown = describe(record["samples"], state) if record["samples"] else ""
     why = f" ({record['why']})" if "why" in record else \
         f" (p vs good {record['p_good']:.3g}, vs bad {record['p_bad']:.3g})"
     print(f"storm bisect: {short(sha)}: {record['decision']}{why} "
@@ -237,7 +240,7 @@ def measure_endpoint(state: dict[str, Any], tree: pathlib.Path, sha: str,
                      "endpoint": which, "samples": samples,
                      "files": state[f"{which}_files"]})
     print(f"storm bisect: {which} {short(sha)}: {state['metric']}: "
-          f"{describe(samples)}", file=sys.stderr, flush=True)
+          f"{describe(samples, state)}", file=sys.stderr, flush=True)
 
 
 def convicting_table(state: dict[str, Any], first_bad: str,
@@ -255,12 +258,14 @@ def convicting_table(state: dict[str, Any], first_bad: str,
                               f"good-{short(state['good'])}")],
              [runs.load_files([pathlib.Path(f) for f in bad_files],
                               f"bad-{short(first_bad)}")]]
-    ns = argparse.Namespace(test=state["test"],
+    tables = []
+    for group in compare.pair(sides):
+        cmp = compare.build(group, test=state["test"],
                             confidence=state["confidence"],
-                            floor=compare.FLOOR, all=False, no_plot=False,
-                            no_write=False)
-    cmps = compare.compare(sides, ns, state_dir)
-    return "\n".join(compare.render(c) for c in cmps)
+                            floor=compare.FLOOR)
+        tables.append(compare.render(cmp))
+        compare.write_outputs(cmp, tables[-1], state_dir)
+    return "\n".join(tables)
 
 
 def first_bad_commit(tree: pathlib.Path) -> str | None:
@@ -290,13 +295,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--good", required=True, help="a revision without the "
                    "change")
     p.add_argument("--bad", required=True, help="a revision with it")
-    p.add_argument("--runs", type=int, default=5,
-                   help="runs per commit (default 5)")
+    matrix.add_guest_options(p, "commit")
     p.add_argument("--max-runs", type=int,
                    help="runs before an ambiguous commit is skipped "
                    "(default 3 x --runs)")
-    p.add_argument("--warmup", type=int, default=1,
-                   help="warm-up runs per boot (default 1)")
     p.add_argument("--metric", default="runtime",
                    help="runtime (default), a /proc/interrupts row such as "
                    "CAL, or any metric name storm compare prints")
@@ -308,11 +310,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="config fragment for every build (repeatable)")
-    p.add_argument("--cpus", type=int, default=4, help="guest vCPUs "
-                   "(default 4)")
-    p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
-    p.add_argument("--timeout", type=float, default=900,
-                   help="seconds per guest before it is killed (default 900)")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
                    help="where the bisect's directory goes (default "
                    "results/; it is results/bisect/<tree>-<time>/)")
@@ -390,8 +387,8 @@ def main(argv: list[str]) -> int:
             print(f"storm bisect: refusing to bisect: the endpoints do not "
                   f"differ significantly on {args.metric} ({args.test} "
                   f"p={p_end:.3g}, confidence {args.confidence:g}): good "
-                  f"{describe(state['good_samples'])}, bad "
-                  f"{describe(state['bad_samples'])}", file=sys.stderr)
+                  f"{describe(state['good_samples'], state)}, bad "
+                  f"{describe(state['bad_samples'], state)}", file=sys.stderr)
             return 1
         print(f"storm bisect: endpoints differ ({args.test} p={p_end:.3g}); "
               "bisecting", file=sys.stderr, flush=True)
@@ -437,7 +434,7 @@ def main(argv: list[str]) -> int:
         print(f"storm bisect: log in {state_dir}", file=sys.stderr)
         return 1
     table = convicting_table(state, first_bad, state_dir)
-    summary = (f"first bad commit: {first_bad} {subject(tree, first_bad)}\n"
+    summary = (f"\nfirst bad commit: {first_bad} {subject(tree, first_bad)}\n"
                f"{len(tested)} bisect steps "
                f"({sum(1 for s in tested if s['decision'] == 'skip')} "
                f"skipped) after 2 endpoints, {elapsed / 60:.1f} min; "

@@ -101,8 +101,8 @@ def env_warnings(sets: list[runs.Series]) -> list[str]:
                            f"{k} {b.get(k)} vs {e.get(k)}" for k in diff))
     virt = set().union(*(s.env("virtualization") for s in sets))
     if virt & {"tcg", "qemu"}:
-        out.append("taken under emulation (TCG): times are not hardware "
-                   "timings; counts are")
+        out.append("taken under emulation (TCG): times are emulated, not "
+                   "hardware timings; interrupt counts are still real")
     return out
 
 

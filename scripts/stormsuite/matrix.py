@@ -45,6 +45,19 @@ def guest_command(args: argparse.Namespace, kernel: str, append: str,
     return cmd + [args.storm] + args.params
 
 
+def add_guest_options(p: argparse.ArgumentParser, per: str) -> None:
+    """How many runs, in what guest: shared by matrix, ab and bisect."""
+    p.add_argument("--runs", type=int, default=5,
+                   help=f"measured runs per {per} (default 5)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help=f"warm-up runs per {per} (default 1)")
+    p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
+    p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
+    p.add_argument("--timeout", type=float, default=900,
+                   help="seconds per guest before it is killed "
+                   "(default 900)")
+
+
 def run_guest(cmd: list[str]) -> tuple[int, list[pathlib.Path]]:
     """Run one guest, echoing its output; the run files it wrote."""
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
@@ -77,14 +90,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--append", action="append", default=[],
                    help="boot arguments, '' for none; repeat for more "
                    "(default: none)")
-    p.add_argument("--runs", type=int, default=5,
-                   help="measured runs per combination (default 5)")
-    p.add_argument("--warmup", type=int, default=1,
-                   help="warm-up runs per combination (default 1)")
-    p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
-    p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
-    p.add_argument("--timeout", type=float, default=900,
-                   help="seconds per guest (default 900)")
+    add_guest_options(p, "combination")
     p.add_argument("--trace", action="store_true",
                    help="also one trace-cmd run per combination")
     p.add_argument("--bpftrace", action="store_true",
