@@ -158,6 +158,21 @@ static inline struct task_struct *storm_thread_create(int (*fn)(void *),
 	return t;
 }
 
+/*
+ * A storm thread that has finished sleeps here until kthread_stop(), so
+ * that whoever stops it (the controller, or rmmod in background mode)
+ * owns its lifetime and can still read what it left.
+ */
+static inline void storm_thread_park(void)
+{
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+}
+
 static inline void storm_thread_stop(struct task_struct **t)
 {
 	if (IS_ERR_OR_NULL(*t))

@@ -218,13 +218,7 @@ static int ipistorm_sender_fn(void *arg)
 	s->end_ns = ktime_get_ns();
 	storm_worker_done(&ctl);
 
-	/* Stay until kthread_stop() so the controller owns our lifetime. */
-	while (!kthread_should_stop()) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
-			schedule();
-		__set_current_state(TASK_RUNNING);
-	}
+	storm_thread_park();
 	return 0;
 }
 
@@ -467,12 +461,8 @@ static int ipistorm_run(void *unused)
 			    &ipistorm_result_fops);
 
 	/* In background mode, wait for rmmod to collect us. */
-	while (background && !kthread_should_stop()) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
-			schedule();
-		__set_current_state(TASK_RUNNING);
-	}
+	if (background)
+		storm_thread_park();
 	return 0;
 }
 

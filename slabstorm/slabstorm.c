@@ -198,17 +198,6 @@ static void slabstorm_ctor(void *obj)
 {
 }
 
-/* Threads stay until kthread_stop() so the controller owns their lifetime. */
-static void slabstorm_wait_stop(void)
-{
-	while (!kthread_should_stop()) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
-			schedule();
-		__set_current_state(TASK_RUNNING);
-	}
-}
-
 static u64 slabstorm_clock(void)
 {
 	return latency ? local_clock() : 0;
@@ -296,7 +285,7 @@ static int slabstorm_touch_fn(void *arg)
 		if (atomic_dec_and_test(&touch_pending))
 			complete(&touch_done);
 	}
-	slabstorm_wait_stop();
+	storm_thread_park();
 	return 0;
 }
 
@@ -416,7 +405,7 @@ static int slabstorm_main_fn(void *unused)
 	main_error = ret;
 	slabstorm_rcu_release();
 	storm_worker_done(&ctl);
-	slabstorm_wait_stop();
+	storm_thread_park();
 	return 0;
 }
 
@@ -528,7 +517,7 @@ static int slabstorm_remote_fn(void *arg)
 	}
 	c->end_ns = ktime_get_ns();
 	storm_worker_done(&ctl);
-	slabstorm_wait_stop();
+	storm_thread_park();
 	return 0;
 }
 
@@ -1016,12 +1005,8 @@ static int slabstorm_run(void *unused)
 			    &slabstorm_result_fops);
 
 	/* In background mode, wait for rmmod to collect us. */
-	while (background && !kthread_should_stop()) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
-			schedule();
-		__set_current_state(TASK_RUNNING);
-	}
+	if (background)
+		storm_thread_park();
 	return 0;
 }
 

@@ -151,17 +151,6 @@ static struct task_struct *controller;
 static struct dentry *debugfs_dir;
 static bool failed;
 
-/* Stay until kthread_stop() so the controller owns the thread's lifetime. */
-static void tlbstorm_park(void)
-{
-	while (!kthread_should_stop()) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
-			schedule();
-		__set_current_state(TASK_RUNNING);
-	}
-}
-
 static void tlbstorm_worker_ready(void)
 {
 	if (atomic_inc_return(&workers_ready) ==
@@ -211,7 +200,7 @@ static int tlbstorm_worker_fn(void *arg)
 	}
 out:
 	kthread_unuse_mm(storm_mm);
-	tlbstorm_park();
+	storm_thread_park();
 	return 0;
 }
 
@@ -286,7 +275,7 @@ static int tlbstorm_flusher_fn(void *arg)
 	if (storm_mode == TLBSTORM_USER)
 		kthread_unuse_mm(storm_mm);
 	storm_worker_done(&ctl);
-	tlbstorm_park();
+	storm_thread_park();
 	return 0;
 }
 
@@ -558,12 +547,8 @@ static int tlbstorm_run(void *unused)
 			    &tlbstorm_result_fops);
 
 	/* In background mode, wait for rmmod to collect us. */
-	while (background && !kthread_should_stop()) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
-			schedule();
-		__set_current_state(TASK_RUNNING);
-	}
+	if (background)
+		storm_thread_park();
 	return 0;
 }
 

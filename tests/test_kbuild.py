@@ -1,0 +1,123 @@
+"""storm kernel build and storm ab, without building a kernel: the
+configuration checks, the refusals, and what a half-built directory is."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+
+import pytest
+
+from stormsuite import ab, kbuild, kernels
+
+STORM = str(kbuild.REPO / "scripts" / "storm")
+
+
+def test_parse_config_reads_set_and_unset_options():
+    cfg = kbuild.parse_config(
+        "CONFIG_SMP=y\n# CONFIG_USB is not set\nCONFIG_NR_CPUS=64\n"
+        'CONFIG_LOCALVERSION="-storm"\n# a comment\nCONFIG_SMP=n\n')
+    assert cfg == {"CONFIG_SMP": "n", "CONFIG_USB": "n",
+                   "CONFIG_NR_CPUS": "64", "CONFIG_LOCALVERSION": '"-storm"'}
+
+
+def test_unmet_lists_what_the_tree_did_not_take():
+    wanted = {"CONFIG_SMP": "y", "CONFIG_FOO": "y", "CONFIG_USB": "n",
+              "CONFIG_LOCALVERSION": '"-x"'}
+    got = {"CONFIG_SMP": "y", "CONFIG_LOCALVERSION": '"-x"'}
+    assert kbuild.unmet(wanted, got) == ["CONFIG_FOO=y (got n)"]
+
+
+def test_user_fragments_come_after_the_guest_config(tmp_path):
+    frag = tmp_path / "mine.config"
+    frag.write_text("CONFIG_PREEMPT_VOLUNTARY=n\nCONFIG_PREEMPT=y\n")
+    merged = kbuild.merged_fragment([frag], "-test")
+    cfg = kbuild.parse_config(merged)
+    assert cfg["CONFIG_PREEMPT_VOLUNTARY"] == "n"
+    assert cfg["CONFIG_PREEMPT"] == "y"
+    assert cfg["CONFIG_LOCALVERSION"] == '"-test"'
+    assert cfg["CONFIG_SMP"] == "y"
+
+
+def test_guest_config_has_every_essential_option():
+    cfg = kbuild.parse_config(kbuild.GUEST_CONFIG.read_text())
+    for sym in kbuild.ESSENTIAL + ("CONFIG_DEBUG_INFO_BTF", "CONFIG_KPROBES",
+                                   "CONFIG_BPF_SYSCALL", "CONFIG_FTRACE"):
+        assert cfg.get(sym) == "y", sym
+
+
+def test_refuses_what_is_not_a_kernel_tree(tmp_path):
+    with pytest.raises(kbuild.BuildError, match="not a kernel source tree"):
+        kbuild.build(tmp_path, tmp_path / "out")
+
+
+def test_refuses_a_tree_with_an_in_tree_config(tmp_path):
+    for name in ("Makefile", "Kconfig", ".config"):
+        (tmp_path / name).write_text("")
+    with pytest.raises(kbuild.BuildError, match="mrproper"):
+        kbuild.build(tmp_path, tmp_path / "out")
+
+
+def test_a_build_failure_shows_the_compiler_error(tmp_path):
+    log = tmp_path / "build.log"
+    script = "echo 'kernel/smp.c:12:1: error: expected ; before }'; exit 2"
+    with pytest.raises(kbuild.BuildError) as e:
+        kbuild.run_make(["sh", "-c", script], log, "kernel x", False)
+    assert "kernel/smp.c:12:1: error: expected" in str(e.value)
+    assert "exit 2" in str(e.value)
+
+
+def fake_built_tree(d: pathlib.Path, finished: bool) -> None:
+    (d / "arch" / "x86" / "boot").mkdir(parents=True)
+    (d / "arch" / "x86" / "boot" / "bzImage").write_text("")
+    (d / "include" / "generated").mkdir(parents=True)
+    (d / "include" / "generated" / "utsrelease.h").write_text(
+        '#define UTS_RELEASE "6.1.192-storm"\n')
+    (d / kbuild.FRAGMENT_COPY).write_text("")
+    if finished:
+        (d / kbuild.STAMP).write_text("{}\n")
+
+
+def test_a_finished_build_directory_boots(tmp_path):
+    fake_built_tree(tmp_path, finished=True)
+    k = kernels.resolve(str(tmp_path))
+    assert k.release == "6.1.192-storm" and k.kdir == tmp_path
+
+
+def test_a_half_built_directory_is_refused(tmp_path):
+    fake_built_tree(tmp_path, finished=False)
+    with pytest.raises(kernels.KernelNotFound, match="did not finish"):
+        kernels.resolve(str(tmp_path))
+
+
+@pytest.mark.parametrize("name,want", [
+    ("0001-smp-let-the-target-settle.patch", "smp-let-the-target-s"),
+    ("fix.patch", "fix"),
+    ("my fix+v2.diff", "my-fix-v2"),
+])
+def test_patch_names_make_legal_releases(name, want):
+    assert ab.patch_name(pathlib.Path(name)) == want
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["kernel"], "usage: storm kernel build"),
+    (["kernel", "build", "/nonexistent", "--localversion", "a b"],
+     "letters, digits"),
+    (["ab", "--tree", "/tmp", "--base", "HEAD", "--patch", "/nonexistent",
+      "ipistorm"], "no such patch file"),
+    (["bisect", "--tree", "/tmp", "--good", "a", "--bad", "b", "--runs",
+      "1", "ipistorm"], "at least 2"),
+])
+def test_bad_arguments_are_refused(argv, message):
+    res = subprocess.run([STORM, *argv], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 2
+    assert message in res.stderr
+
+
+@pytest.mark.parametrize("sub", [["kernel", "build"], ["ab"], ["bisect"],
+                                 ["bisect-step"]])
+def test_help(sub):
+    res = subprocess.run([STORM, *sub, "--help"], capture_output=True,
+                         text=True, stdin=subprocess.DEVNULL)
+    assert res.returncode == 0 and "usage" in res.stdout + res.stderr
