@@ -31,12 +31,18 @@ def test_unmet_lists_what_the_tree_did_not_take():
 def test_user_fragments_come_after_the_guest_config(tmp_path):
     frag = tmp_path / "mine.config"
     frag.write_text("CONFIG_PREEMPT_VOLUNTARY=n\nCONFIG_PREEMPT=y\n")
-    merged = kbuild.merged_fragment([frag], "-test")
+    merged = kbuild.merged_fragment([frag])
     cfg = kbuild.parse_config(merged)
     assert cfg["CONFIG_PREEMPT_VOLUNTARY"] == "n"
     assert cfg["CONFIG_PREEMPT"] == "y"
-    assert cfg["CONFIG_LOCALVERSION"] == '"-test"'
     assert cfg["CONFIG_SMP"] == "y"
+    # the release name stays out of autoconf.h, so builds share ccache
+    assert cfg["CONFIG_LOCALVERSION"] == '""'
+
+
+def test_the_release_name_goes_to_make_not_to_the_config():
+    assert kbuild.make_env("-storm-abc")["LOCALVERSION"] == "-storm-abc"
+    assert kbuild.make_env()["LOCALVERSION"] == ""
 
 
 def test_guest_config_has_every_essential_option():

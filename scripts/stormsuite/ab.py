@@ -6,7 +6,7 @@
 Both kernels are built from a scratch git worktree of TREE (the user's
 checkout is never touched), each into its own build directory, sharing
 ccache, so the second build compiles little. Each is named by its
-revision through CONFIG_LOCALVERSION (6.1.192-storm-1a2b3c4 and
+revision through make LOCALVERSION= (6.1.192-storm-1a2b3c4 and
 6.1.192-storm-1a2b3c4-fix-smp), which is also the label of its results.
 Then `storm matrix` boots each, runs the storm N times and prints the
 compare table.

@@ -78,11 +78,15 @@ def parse_config(text: str) -> dict[str, str]:
     return out
 
 
-def merged_fragment(fragments: list[pathlib.Path], localversion: str) -> str:
+def merged_fragment(fragments: list[pathlib.Path]) -> str:
     parts = [f"# {GUEST_CONFIG.relative_to(REPO)}\n" + GUEST_CONFIG.read_text()]
     for frag in fragments:
         parts.append(f"# {frag}\n" + frag.read_text())
-    parts.append(f'CONFIG_LOCALVERSION="{localversion}"\n')
+    # The release is named by make's LOCALVERSION (make_env), never by
+    # CONFIG_LOCALVERSION: that one lands in autoconf.h, which every
+    # file includes, so two builds named differently would share no
+    # ccache entry at all.
+    parts.append('CONFIG_LOCALVERSION=""\n')
     return "\n".join(parts)
 
 
@@ -96,11 +100,11 @@ def unmet(wanted: dict[str, str], got: dict[str, str]) -> list[str]:
     return missing
 
 
-def make_env() -> dict[str, str]:
+def make_env(localversion: str = "") -> dict[str, str]:
     env = dict(os.environ)
-    # setlocalversion appends "+" to the release of an untagged git tree
-    # unless LOCALVERSION is set; CONFIG_LOCALVERSION names the build.
-    env["LOCALVERSION"] = ""
+    # Appended to the release (include/config/kernel.release); being set
+    # also stops setlocalversion adding "+" for an untagged git tree.
+    env["LOCALVERSION"] = localversion
     env["KBUILD_BUILD_USER"] = "storm"
     env["KBUILD_BUILD_HOST"] = "storm"
     if shutil.which("ccache"):
@@ -122,14 +126,15 @@ def make_args(tree: pathlib.Path, out: pathlib.Path, jobs: int) -> list[str]:
 
 
 def run_make(args: list[str], log: pathlib.Path, what: str,
-             progress: bool) -> None:
+             progress: bool, localversion: str = "") -> None:
     """Run make, its output to log; on failure show the compiler's errors."""
     started = time.monotonic()
     with open(log, "ab") as logf:
         logf.write(f"$ {' '.join(args)}\n".encode())
         logf.flush()
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=logf,
-                                stderr=subprocess.STDOUT, env=make_env())
+                                stderr=subprocess.STDOUT,
+                                env=make_env(localversion))
         last = started
         while proc.poll() is None:
             time.sleep(1)
@@ -199,10 +204,9 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
     jobs = jobs or os.cpu_count() or 1
     started = time.monotonic()
     revision = git_revision(tree)
-    configure(tree, out, merged_fragment(list(fragments), localversion),
-              jobs, progress)
+    configure(tree, out, merged_fragment(list(fragments)), jobs, progress)
     run_make(make_args(tree, out, jobs), out / "build.log",
-             f"kernel {revision or tree.name}", progress)
+             f"kernel {revision or tree.name}", progress, localversion)
     release = release_of(out)
     if modules:
         run_make(["make", "-C", str(REPO), "--no-print-directory",
@@ -229,8 +233,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", type=pathlib.Path,
                    help="build directory (default build/kernel/<tree name>)")
     p.add_argument("--localversion", default="-storm",
-                   help="CONFIG_LOCALVERSION: names the release "
-                   "(default -storm)")
+                   help="appended to the release, as make LOCALVERSION= "
+                   "does (default -storm)")
     p.add_argument("-j", "--jobs", type=int,
                    help="parallel jobs (default: CPU count)")
     if not argv or argv[0] != "build":
