@@ -127,3 +127,22 @@ def test_help(sub):
     res = subprocess.run([STORM, *sub, "--help"], capture_output=True,
                          text=True, stdin=subprocess.DEVNULL)
     assert res.returncode == 0 and "usage" in res.stdout + res.stderr
+
+
+def test_two_trees_of_one_name_get_two_build_directories(tmp_path):
+    a, b = tmp_path / "a" / "linux", tmp_path / "b" / "linux"
+    assert kbuild.default_out(a) != kbuild.default_out(b)
+    assert kbuild.default_out(a).name.startswith("linux-")
+    assert kbuild.default_out(a, "bisect").name.endswith("-bisect")
+
+
+def test_a_build_directory_of_another_tree_is_refused(tmp_path):
+    for tree in ("a", "b"):
+        (tmp_path / tree).mkdir()
+        for name in ("Makefile", "Kconfig"):
+            (tmp_path / tree / name).write_text("")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "source").symlink_to(tmp_path / "a")
+    with pytest.raises(kbuild.BuildError, match="must not mix"):
+        kbuild.build(tmp_path / "b", out)

@@ -33,7 +33,7 @@ def git(tree: pathlib.Path, *args: str) -> str:
 
 def worktree(tree: pathlib.Path) -> pathlib.Path:
     """A scratch worktree of TREE under build/kernel, made once."""
-    wt = kbuild.BUILD_ROOT / f"{tree.name}-ab-src"
+    wt = kbuild.default_out(tree, "ab-src")
     if not (wt / ".git").exists():
         wt.parent.mkdir(parents=True, exist_ok=True)
         git(tree, "worktree", "prune")
@@ -109,8 +109,7 @@ def main(argv: list[str]) -> int:
             print(f"storm ab: building {name} ({rev[:12]}"
                   + (f" + {patch.name}" if patch else "") + ")",
                   file=sys.stderr, flush=True)
-            built = kbuild.build(wt, kbuild.BUILD_ROOT
-                                 / f"{tree.name}-ab-{name}",
+            built = kbuild.build(wt, kbuild.default_out(tree, f"ab-{name}"),
                                  fragments=tuple(args.config),
                                  localversion=localversion)
             print(f"storm ab: {name}: {built.release} built in "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import pathlib
@@ -51,8 +52,15 @@ class Built:
     revision: str
 
 
+def tree_key(tree: pathlib.Path) -> str:
+    """linux-1a2b3c: the tree's name and a hash of its path, so that two
+    trees called linux never share a build directory."""
+    path = str(tree.resolve())
+    return f"{pathlib.Path(path).name}-{hashlib.sha1(path.encode()).hexdigest()[:6]}"
+
+
 def default_out(tree: pathlib.Path, suffix: str = "") -> pathlib.Path:
-    return BUILD_ROOT / (tree.resolve().name + (f"-{suffix}" if suffix else ""))
+    return BUILD_ROOT / (tree_key(tree) + (f"-{suffix}" if suffix else ""))
 
 
 def git_revision(tree: pathlib.Path) -> str:
@@ -199,6 +207,11 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
                          "(make O=), which needs a clean tree: run "
                          f"'make -C {tree} mrproper'")
     out = (out or default_out(tree)).resolve()
+    source = out / "source"
+    if source.is_symlink() and source.resolve() != tree:
+        raise BuildError(f"{out} holds a build of {source.resolve()}, not "
+                         f"{tree}: give another --out (objects of two trees "
+                         "must not mix)")
     out.mkdir(parents=True, exist_ok=True)
     (out / STAMP).unlink(missing_ok=True)
     jobs = jobs or os.cpu_count() or 1
@@ -231,7 +244,8 @@ def main(argv: list[str]) -> int:
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="a config fragment merged on top (repeatable)")
     p.add_argument("--out", type=pathlib.Path,
-                   help="build directory (default build/kernel/<tree name>)")
+                   help="build directory (default build/kernel/<tree name>-<hash of "
+                   "its path>)")
     p.add_argument("--localversion", default="-storm",
                    help="appended to the release, as make LOCALVERSION= "
                    "does (default -storm)")
