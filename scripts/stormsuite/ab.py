@@ -17,18 +17,10 @@ from __future__ import annotations
 import argparse
 import pathlib
 import re
-import subprocess
 import sys
 
 from . import compare, kbuild, matrix
-
-
-def git(tree: pathlib.Path, *args: str) -> str:
-    res = subprocess.run(["git", "-C", str(tree), *args], text=True,
-                         stdin=subprocess.DEVNULL, capture_output=True)
-    if res.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {res.stderr.strip()}")
-    return res.stdout.strip()
+from .kbuild import git
 
 
 def worktree(tree: pathlib.Path) -> pathlib.Path:

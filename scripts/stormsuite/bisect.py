@@ -33,6 +33,7 @@ import time
 from typing import Any, Callable
 
 from . import REPO, classify, compare, kbuild, matrix, metrics, runs, stats
+from .kbuild import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
 EXIT_ABORT = 128            # git bisect run stops on this
@@ -44,14 +45,6 @@ class MeasureError(Exception):
 
 
 # ---------------------------------------------------------------- git
-
-def git(tree: pathlib.Path, *args: str, check: bool = True) -> str:
-    res = subprocess.run(["git", "-C", str(tree), *args], text=True,
-                         stdin=subprocess.DEVNULL, capture_output=True)
-    if check and res.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {res.stderr.strip()}")
-    return res.stdout.strip()
-
 
 def subject(tree: pathlib.Path, sha: str) -> str:
     return git(tree, "log", "-1", "--format=%s", sha)

@@ -63,12 +63,19 @@ def default_out(tree: pathlib.Path, suffix: str = "") -> pathlib.Path:
     return BUILD_ROOT / (tree_key(tree) + (f"-{suffix}" if suffix else ""))
 
 
+def git(tree: pathlib.Path, *args: str, check: bool = True) -> str:
+    """git -C tree ARGS: its output; RuntimeError with git's message."""
+    res = subprocess.run(["git", "-C", str(tree), *args], text=True,
+                         stdin=subprocess.DEVNULL, capture_output=True)
+    if check and res.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {res.stderr.strip()}")
+    return res.stdout.strip()
+
+
 def git_revision(tree: pathlib.Path) -> str:
     """The tree's commit (with -dirty), or '' when it is not a git tree."""
-    res = subprocess.run(["git", "-C", str(tree), "describe", "--always",
-                          "--dirty", "--abbrev=12", "--match=NONE"],
-                         capture_output=True, text=True)
-    return res.stdout.strip() if res.returncode == 0 else ""
+    return git(tree, "describe", "--always", "--dirty", "--abbrev=12",
+               "--match=NONE", check=False)
 
 
 def parse_config(text: str) -> dict[str, str]:
