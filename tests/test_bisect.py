@@ -228,3 +228,13 @@ def test_bisect_on_an_interrupt_row_prints_the_convicting_table(tmp_path):
     d = bisect_dir(tmp_path / "res")
     assert list(d.glob("compare-*.png")) and list(d.glob("compare-*.json"))
     assert out.count("Amean ipistorm.runtime_ns") == 1
+
+
+def test_refuses_a_tree_already_bisecting(tmp_path):
+    shas = make_repo(tmp_path / "tree", ["10", "20", "20"])
+    git(tmp_path / "tree", "bisect", "start", shas[-1], shas[0])
+    rc, out, err = run_bisect(tmp_path / "tree", tmp_path / "res",
+                              shas[0], shas[-1])
+    assert rc == 2 and "already bisecting" in err
+    # the user's bisect is left alone
+    assert (tmp_path / "tree" / ".git" / "BISECT_LOG").exists()
