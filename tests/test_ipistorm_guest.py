@@ -125,8 +125,13 @@ def test_latency_off_records_no_histogram(guest):
 def test_handler_time_and_delay_runs(guest):
     res = ok(guest.case("ipi_handler"))
     assert result.per_cpu(res, "handled")[1] == 200
-    # each call waits for a 20 us handler
-    assert int(res["sender.0.latency.min_ns"]) >= 20000
+    # Each call waits for a 200 us handler; a bare call costs ~30 us under
+    # TCG. The median, not the minimum: the handler times itself with the
+    # target's local_clock(), the sender with its own, and an unstable
+    # sched_clock (TSC under TCG) lets the two disagree on a few calls.
+    hist = result.histogram(res, "sender.0.latency")
+    assert hist is not None
+    assert hist.percentile(50) >= 200000 * 0.95
     res = ok(guest.case("ipi_delay"))
     assert int(res["sender.0.calls"]) == 50
 

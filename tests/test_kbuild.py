@@ -4,6 +4,7 @@ configuration checks, the refusals, and what a half-built directory is."""
 from __future__ import annotations
 
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -113,6 +114,10 @@ def test_patch_names_make_legal_releases(name, want):
       "ipistorm"], "no such patch file"),
     (["bisect", "--tree", "/tmp", "--good", "a", "--bad", "b", "--runs",
       "1", "ipistorm"], "at least 2"),
+    (["bisect", "--tree", "/tmp", "--good", "a", "--bad", "b",
+      "--confidence", "1.5", "ipistorm"], "between 0 and 1"),
+    (["bisect", "--tree", "/tmp", "--good", "a", "--bad", "b",
+      "--confidence", "0", "ipistorm"], "between 0 and 1"),
 ])
 def test_bad_arguments_are_refused(argv, message):
     res = subprocess.run([STORM, *argv], capture_output=True, text=True,
@@ -146,3 +151,45 @@ def test_a_build_directory_of_another_tree_is_refused(tmp_path):
     (out / "source").symlink_to(tmp_path / "a")
     with pytest.raises(kbuild.BuildError, match="must not mix"):
         kbuild.build(tmp_path / "b", out)
+
+
+def test_a_fragment_that_drops_what_the_guest_needs_is_refused(tmp_path,
+                                                               monkeypatch):
+    """A user fragment may turn off 9p; the build must stop there, not
+    produce a kernel the guest runner cannot boot."""
+    def fake_make(args, log, what, progress):
+        # what allnoconfig makes of guest.config + "# CONFIG_9P_FS is not set"
+        (tmp_path / ".config").write_text(
+            "CONFIG_SMP=y\nCONFIG_MODULES=y\n# CONFIG_9P_FS is not set\n")
+    monkeypatch.setattr(kbuild, "run_make", fake_make)
+    fragment = "CONFIG_SMP=y\nCONFIG_MODULES=y\nCONFIG_9P_FS=y\n"
+    with pytest.raises(kbuild.BuildError, match="CONFIG_9P_FS"):
+        kbuild.configure(tmp_path, tmp_path, fragment, 1, False)
+    # and nothing marks the refused configuration as done
+    assert not (tmp_path / kbuild.FRAGMENT_COPY).exists()
+
+
+def test_ab_refuses_a_patch_that_does_not_apply(tmp_path):
+    """The patch is checked against the base before anything is built."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c",
+           "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    (tree / "smp.c").write_text("int a;\n")
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], check=True)
+    patch = tmp_path / "0001-fix.patch"
+    patch.write_text("--- a/smp.c\n+++ b/smp.c\n@@ -1 +1 @@\n"
+                     "-int b;\n+int c;\n")
+    wt = kbuild.default_out(tree, "ab-src")
+    try:
+        res = subprocess.run([STORM, "ab", "--tree", str(tree), "--base",
+                              "HEAD", "--patch", str(patch), "ipistorm"],
+                             capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL)
+        assert res.returncode == 2
+        assert "does not apply" in res.stderr
+        assert "building" not in res.stderr
+    finally:
+        shutil.rmtree(wt, ignore_errors=True)

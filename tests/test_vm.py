@@ -96,7 +96,7 @@ def test_timeout_kills_the_whole_guest(tmp_path):
     pidfile = tmp_path / "child"
     cmd = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"]
     start = time.monotonic()
-    assert vm.run_guest(cmd, 1.5, tmp_path / "log", False) is False
+    assert vm.run_guest(cmd, 1.5, tmp_path / "log", False) is None
     assert time.monotonic() - start < 10
     child = int(pidfile.read_text())
     time.sleep(0.2)
@@ -111,6 +111,7 @@ state=${last##* }
 echo "guest says hi"
 printf '%s\\n' "$FAKE_DMESG" > "$state/dmesg"
 [ "$FAKE_RC" = none ] || echo "$FAKE_RC" > "$state/rc"
+[ -z "$FAKE_KLOG" ] || printf '%s\\n' "$FAKE_KLOG" > "$state/kernel.log"
 """
 
 
@@ -141,6 +142,33 @@ def test_verdict_from_guest_state(fake_vng, capsys, rc, log, expect):
     assert "guest says hi" in out.out
     if expect:
         assert "storm vm:" in out.err
+
+
+def test_a_guest_that_panics_says_why(fake_vng, capsys):
+    """vng hides the serial console and reboots on panic: the panic line
+    comes from the virtio console log that storm vm adds."""
+    fake_vng.setenv("FAKE_RC", "none")
+    fake_vng.setenv("FAKE_DMESG", "")
+    fake_vng.setenv("FAKE_KLOG", "[ 9.1] Oops: general protection fault\n"
+                    "[ 9.2] Kernel panic - not syncing: Fatal exception")
+    assert vm.main(["--", "true"]) == vm.EXIT_NO_RUN
+    err = capsys.readouterr().err
+    assert "Kernel panic - not syncing: Fatal exception" in err
+    assert "general protection fault" in err
+
+
+def test_kernel_log_is_kept_on_the_host(tmp_path):
+    """The guest's kernel messages go to a host file whatever --verbose
+    says, at a level that keeps oopses and panics but not every pr_info."""
+    args = vm.argparse.Namespace(accel="tcg", append="idle=poll", cpus=4,
+                                 memory="2G", verbose=False)
+    k = kernels.Kernel(image=tmp_path, release="r", kdir=None)
+    cmd = vm.vng_command(args, k, tmp_path, [])
+    opts = next(a for a in cmd if a.startswith("--qemu-opts="))
+    assert f"path={tmp_path / vm.KERNEL_LOG}" in opts
+    append = cmd[cmd.index("--append") + 1]
+    assert append.startswith("console=hvc0 loglevel=5")
+    assert append.endswith("idle=poll")
 
 
 def test_command_is_kept_out_of_the_kernel_command_line(tmp_path):

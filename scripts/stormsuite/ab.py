@@ -80,6 +80,15 @@ def main(argv: list[str]) -> int:
     except RuntimeError as e:
         print(f"storm ab: {tree}: {e}", file=sys.stderr)
         return 2
+    if args.patch:
+        # before the baseline build, not after its quarter of an hour
+        checkout(wt, base)
+        try:
+            git(wt, "apply", "--check", str(args.patch.resolve()))
+        except RuntimeError as e:
+            print(f"storm ab: {args.patch} does not apply to "
+                  f"{base[:12]}: {e}", file=sys.stderr)
+            return 2
 
     outs = []
     sides = [("base", base, None, f"-storm-{base[:7]}")]

@@ -24,6 +24,9 @@ from . import REPO, dmesg, kernels
 EXIT_KERNEL_PROBLEM = 3     # the command passed but dmesg shows BUG/WARNING/...
 EXIT_TIMEOUT = 124          # as timeout(1)
 EXIT_NO_RUN = 125           # the guest never ran the command (boot failure)
+KERNEL_LOG = "kernel.log"   # the guest's virtio console, on the host
+QEMU_LOG = "qemu.log"       # QEMU's -d cpu_reset,guest_errors log
+CONSOLE_LOGLEVEL = 5         # up to KERN_WARNING: oopses, panics, warnings
 
 
 def venv_bin() -> pathlib.Path:
@@ -66,8 +69,21 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
         cmd.append("--disable-kvm")
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
+    # vng sends the serial console to /dev/null unless --verbose, and boots
+    # with panic=-1 and -no-reboot: a panicking guest just ends. A virtio
+    # console (hvc0) written to a host file keeps the kernel's last words,
+    # whatever happens inside the guest.
+    # QEMU's own record of resets (a triple fault, say) and guest errors.
+    cmd.append(f"--qemu-opts=-chardev file,id=stormlog,path="
+               f"{state / KERNEL_LOG} -device virtconsole,chardev=stormlog "
+               f"-d cpu_reset,guest_errors -D {state / QEMU_LOG}")
+    append = ["console=hvc0"]
+    if not args.verbose:
+        # warnings, oopses and panics, not every pr_info of a storm
+        append.append(f"loglevel={CONSOLE_LOGLEVEL}")
     if args.append:
-        cmd += ["--append", args.append]
+        append.append(args.append)
+    cmd += ["--append", " ".join(append)]
     if args.verbose:
         cmd.append("--verbose")
     cmd += ["--exec", f"sh {REPO}/scripts/guest-exec {state}"]
@@ -89,8 +105,9 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
 
 
 def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
-              verbose: bool) -> bool:
-    """Run vng; False when it had to be killed after the timeout."""
+              verbose: bool) -> int | None:
+    """Run vng; its exit status, or None when it was killed at the
+    timeout."""
     env = dict(os.environ)
     env["PATH"] = f"{venv_bin()}:{env.get('PATH', '')}"
     with open(log, "wb") as logf:
@@ -114,21 +131,37 @@ def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
                     logf.write(rest)
                     sys.stdout.buffer.write(rest)
                     sys.stdout.flush()
-                return True
+                return proc.returncode
             if time.monotonic() > deadline:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                return False
+                return None
             time.sleep(0.1)
+
+
+def why_ended(state: pathlib.Path) -> str:
+    """The kernel's own reason when the guest ended early, from its log."""
+    f = state / KERNEL_LOG
+    text = f.read_text(errors="replace") if f.is_file() else ""
+    for line in reversed(text.splitlines()):
+        if "Kernel panic" in line:
+            return line.split("]", 1)[-1].strip()
+    q = state / QEMU_LOG
+    if q.is_file() and "Triple fault" in q.read_text(errors="replace"):
+        return "triple fault (QEMU reset the guest)"
+    if not (state / "console").is_file():
+        return "it never started the command (boot failure?)"
+    return "no panic in the kernel log (a reset, or QEMU died?)"
 
 
 def report_failure(state: pathlib.Path, why: str) -> None:
     print(f"storm vm: {why}", file=sys.stderr)
-    for name in ("dmesg", "console"):
+    for name in ("dmesg", KERNEL_LOG, "console"):
         f = state / name
-        if f.is_file() and f.stat().st_size:
+        text = f.read_text(errors="replace") if f.is_file() else ""
+        if text.strip():
             print(f"---- guest {name} (last 60 lines) ----", file=sys.stderr)
-            lines = f.read_text(errors="replace").splitlines()
+            lines = text.splitlines()
             print("\n".join(lines[-60:]), file=sys.stderr)
             break
     print(f"storm vm: guest files kept in {state}", file=sys.stderr)
@@ -195,16 +228,18 @@ def main(argv: list[str]) -> int:
     cmd = vng_command(args, kernel, state, rwdirs)
 
     started = time.monotonic()
-    finished = run_guest(cmd, args.timeout, state / "vng.log", args.verbose)
+    vng_status = run_guest(cmd, args.timeout, state / "vng.log",
+                           args.verbose)
     elapsed = time.monotonic() - started
-    if not finished:
+    if vng_status is None:
         report_failure(state, f"guest ({kernel.release}) timed out after "
                        f"{args.timeout:.0f} s and was killed")
         return EXIT_TIMEOUT
     rc_file = state / "rc"
     if not rc_file.is_file():
-        report_failure(state, f"guest ({kernel.release}) ended without "
-                       "running the command (boot failure?)")
+        report_failure(state, f"guest ({kernel.release}) ended before "
+                       f"the command finished after {elapsed:.0f} s: "
+                       f"{why_ended(state)}; vng exit status {vng_status}")
         log = (state / "vng.log").read_text(errors="replace")
         sys.stderr.write(log[-3000:])
         return EXIT_NO_RUN

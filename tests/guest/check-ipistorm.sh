@@ -22,7 +22,7 @@ storm_case ipi_many ipistorm numipi=300 cpulist=0 targets=2-3
 storm_case ipi_async ipistorm numipi=500 single=1 async=1 cpulist=1
 storm_case ipi_async_nowait ipistorm numipi=500 single=1 async=1 wait=0
 storm_case ipi_nolatency ipistorm numipi=500 single=1 latency=0 cpulist=0
-storm_case ipi_handler ipistorm numipi=200 single=1 handler_ns=20000 cpulist=0
+storm_case ipi_handler ipistorm numipi=200 single=1 handler_ns=200000 cpulist=0
 storm_case ipi_delay ipistorm numipi=50 single=1 delay=1000 cpulist=0
 storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0
 
