@@ -3,9 +3,12 @@ and the verdict from the guest's state files (with a stand-in for vng)."""
 
 from __future__ import annotations
 
+import os
 import pathlib
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -102,6 +105,22 @@ def test_timeout_kills_the_whole_guest(tmp_path):
     time.sleep(0.2)
     assert not pathlib.Path(f"/proc/{child}").exists() or \
         "Z" in pathlib.Path(f"/proc/{child}/stat").read_text().split()[2]
+
+
+def test_a_signal_to_storm_vm_kills_the_guest(tmp_path):
+    """vng runs in its own session, out of reach of the terminal's Ctrl-C:
+    storm vm must kill it itself when it is interrupted."""
+    pidfile = tmp_path / "child"
+    cmd = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"]
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    with pytest.raises(vm.Interrupted, match="SIGTERM"):
+        vm.run_guest(cmd, 60, tmp_path / "log", False)
+    child = int(pidfile.read_text())
+    time.sleep(0.2)
+    assert not pathlib.Path(f"/proc/{child}").exists() or \
+        "Z" in pathlib.Path(f"/proc/{child}/stat").read_text().split()[2]
+    # and our own handler is gone again
+    assert signal.getsignal(signal.SIGTERM) is not vm._interrupted
 
 
 FAKE_VNG = """#!/bin/sh

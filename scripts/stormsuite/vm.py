@@ -24,6 +24,7 @@ from . import REPO, dmesg, kernels
 EXIT_KERNEL_PROBLEM = 3     # the command passed but dmesg shows BUG/WARNING/...
 EXIT_TIMEOUT = 124          # as timeout(1)
 EXIT_NO_RUN = 125           # the guest never ran the command (boot failure)
+EXIT_INTERRUPTED = 130      # storm vm got a signal and killed the guest
 KERNEL_LOG = "kernel.log"   # the guest's virtio console, on the host
 QEMU_LOG = "qemu.log"       # QEMU's -d cpu_reset,guest_errors log
 CONSOLE_LOGLEVEL = 5         # up to KERN_WARNING: oopses, panics, warnings
@@ -104,39 +105,63 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
                                + shlex.join(args.command) + "\n")
 
 
+class Interrupted(Exception):
+    """storm vm itself got SIGINT, SIGTERM or SIGHUP."""
+
+
+def _interrupted(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
 def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
               verbose: bool) -> int | None:
     """Run vng; its exit status, or None when it was killed at the
-    timeout."""
+    timeout. vng runs in a session of its own (the terminal's Ctrl-C must
+    not reach QEMU half-way), so a signal to us kills the whole guest here
+    and raises Interrupted: no QEMU is ever left behind."""
     env = dict(os.environ)
     env["PATH"] = f"{venv_bin()}:{env.get('PATH', '')}"
-    with open(log, "wb") as logf:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
-        assert proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        os.set_blocking(proc.stdout.fileno(), False)
-        while True:
-            chunk = proc.stdout.read()
-            if chunk:
-                logf.write(chunk)
-                logf.flush()
-                sys.stdout.buffer.write(chunk)
-                sys.stdout.flush()
-            if proc.poll() is not None:
-                rest = proc.stdout.read()
-                if rest:
-                    logf.write(rest)
-                    sys.stdout.buffer.write(rest)
+    handlers = {sig: signal.signal(sig, _interrupted)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    proc = None
+    try:
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT,
+                                    env=env, start_new_session=True)
+            assert proc.stdout is not None
+            deadline = time.monotonic() + timeout
+            os.set_blocking(proc.stdout.fileno(), False)
+            while True:
+                done = proc.poll() is not None
+                chunk = proc.stdout.read()
+                if chunk:
+                    logf.write(chunk)
+                    logf.flush()
+                    sys.stdout.buffer.write(chunk)
                     sys.stdout.flush()
-                return proc.returncode
-            if time.monotonic() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return None
-            time.sleep(0.1)
+                if done:
+                    return proc.returncode
+                if time.monotonic() > deadline:
+                    kill_guest(proc)
+                    return None
+                time.sleep(0.1)
+    except BaseException:
+        if proc is not None:
+            kill_guest(proc)
+        raise
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def kill_guest(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def why_ended(state: pathlib.Path) -> str:
@@ -228,8 +253,13 @@ def main(argv: list[str]) -> int:
     cmd = vng_command(args, kernel, state, rwdirs)
 
     started = time.monotonic()
-    vng_status = run_guest(cmd, args.timeout, state / "vng.log",
-                           args.verbose)
+    try:
+        vng_status = run_guest(cmd, args.timeout, state / "vng.log",
+                               args.verbose)
+    except Interrupted as e:
+        print(f"storm vm: {e}: guest killed; its files are in {state}",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     elapsed = time.monotonic() - started
     if vng_status is None:
         report_failure(state, f"guest ({kernel.release}) timed out after "
