@@ -3,6 +3,7 @@ in-guest check scripts once per (kernel, boot arguments) for every test."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import pathlib
 import shutil
@@ -85,15 +86,14 @@ class GuestRun:
         return f.read_text(errors="replace") if f.is_file() else ""
 
 
-_runs: dict[tuple[str, str], GuestRun] = {}
+# Each guest is one QEMU thread (single-threaded TCG, see storm vm), so two
+# boots at a time keep both host cores busy.
+PARALLEL_BOOTS = 2
+_pool = concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_BOOTS)
+_runs: dict[tuple[str, str, str, int], concurrent.futures.Future] = {}
 
 
-def boot(kernel: str, append: str = "", group: str = "full",
-         cpus: int = GUEST_CPUS) -> GuestRun:
-    """Boot once per (kernel, append, group) for the whole session."""
-    key = (kernel, f"{append}|{group}")
-    if key in _runs:
-        return _runs[key]
+def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
     tag = f"{kernel}-{group}" + ("-" + append.replace("=", "_").replace(
         " ", "_") if append else "")
     out = REPO / "build" / "test" / tag
@@ -109,9 +109,28 @@ def boot(kernel: str, append: str = "", group: str = "full",
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=GUEST_TIMEOUT + 120)
     (out / "vm.log").write_text(proc.stdout)
-    run = GuestRun(kernel, append, out, proc.returncode, proc.stdout)
-    _runs[key] = run
-    return run
+    return GuestRun(kernel, append, out, proc.returncode, proc.stdout)
+
+
+def start_boot(kernel: str, append: str = "", group: str = "full",
+               cpus: int = GUEST_CPUS) -> concurrent.futures.Future:
+    key = (kernel, append, group, cpus)
+    if key not in _runs:
+        _runs[key] = _pool.submit(_boot_now, *key)
+    return _runs[key]
+
+
+def boot(kernel: str, append: str = "", group: str = "full",
+         cpus: int = GUEST_CPUS) -> GuestRun:
+    """Boot once per (kernel, append, group) for the whole session."""
+    return start_boot(kernel, append, group, cpus).result()
+
+
+def planned_boots(kernels: set[str]) -> list[tuple[str, str, str, int]]:
+    """The boots the guest tests use: each kernel's full check group with
+    the default (HLT) idle, and the idle=poll group on 2 vCPUs."""
+    return ([(k, "", "full", GUEST_CPUS) for k in KERNELS if k in kernels]
+            + [(k, "idle=poll", "idle", 2) for k in KERNELS if k in kernels])
 
 
 @pytest.fixture(params=KERNELS, scope="session")
@@ -131,3 +150,21 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.fspath.basename.endswith("_guest.py"):
             item.add_marker(pytest.mark.guest)
+
+
+def pytest_collection_finish(session):
+    """Start the guests the selected tests need (after -m/-k filtering),
+    two at a time, while the unit tests run."""
+    kernels = set()
+    for item in session.items:
+        if not item.fspath.basename.endswith("_guest.py"):
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        named = {v for v in params.values() if v in KERNELS}
+        kernels |= named or set(KERNELS)
+    for key in planned_boots(kernels):
+        start_boot(*key)
+
+
+def pytest_sessionfinish(session):
+    _pool.shutdown(wait=False, cancel_futures=True)

@@ -165,7 +165,7 @@ def test_verdict_from_guest_state(fake_vng, capsys, rc, log, expect):
 
 def test_a_guest_that_panics_says_why(fake_vng, capsys):
     """vng hides the serial console and reboots on panic: the panic line
-    comes from the virtio console log that storm vm adds."""
+    comes from the early console on the second serial port."""
     fake_vng.setenv("FAKE_RC", "none")
     fake_vng.setenv("FAKE_DMESG", "")
     fake_vng.setenv("FAKE_KLOG", "[ 9.1] Oops: general protection fault\n"
@@ -184,9 +184,12 @@ def test_kernel_log_is_kept_on_the_host(tmp_path):
     k = kernels.Kernel(image=tmp_path, release="r", kdir=None)
     cmd = vm.vng_command(args, k, tmp_path, [])
     opts = next(a for a in cmd if a.startswith("--qemu-opts="))
-    assert f"path={tmp_path / vm.KERNEL_LOG}" in opts
+    assert f"-serial file:{tmp_path / vm.KERNEL_LOG}" in opts
+    # one TCG thread for all vCPUs: no cross-vCPU translation races
+    assert "-accel tcg,thread=single" in opts
     append = cmd[cmd.index("--append") + 1]
-    assert append.startswith("console=hvc0 loglevel=5")
+    assert append.startswith("earlycon=uart8250,io,0x2f8,115200 "
+                             "keep_bootcon no_timer_check loglevel=5")
     assert append.endswith("idle=poll")
 
 
