@@ -32,6 +32,34 @@ def test_half_way_is_ambiguous():
     assert v.decision == classify.AMBIGUOUS
 
 
+def test_like_neither_takes_the_side_it_is_near():
+    """Under TCG a guest booted later can drift: the samples differ from
+    both endpoints, yet lie clearly on one side."""
+    near_bad = [18.0, 18.2, 17.9, 18.1, 18.3]       # 80% of the way
+    v = classify.classify(near_bad, GOOD, BAD)
+    assert v.p_good < 0.05 and v.p_bad < 0.05
+    assert v.decision == classify.BAD
+    assert classify.classify([23.0, 23.4, 22.8, 23.1, 23.2],
+                             GOOD, BAD).decision == classify.BAD
+    near_good = [11.6, 11.8, 11.7, 11.9, 11.5]      # 17% of the way
+    assert classify.classify(near_good, GOOD, BAD).decision == classify.GOOD
+    assert classify.classify([13.5, 13.6, 13.4, 13.7, 13.3],
+                             GOOD, BAD).decision == classify.AMBIGUOUS
+
+
+def test_the_e2e_culprit_is_bad():
+    """The samples of tests/e2e/bisect-linux-6.1 on 2026-11-22 (ms): the
+    planted commit was skipped as ambiguous after 15 runs, because the bad
+    endpoint had read 12% slower. 87% of the way from good to bad is bad."""
+    good = [19.4, 87.2, 34.3, 26.2, 27.4]
+    bad = [144.3, 144.4, 137.3, 183.2, 141.0]
+    culprit = [143.4, 134.8, 125.2, 119.8, 120.4, 133.5, 130.4, 123.2,
+               122.5, 139.9, 125.2, 125.9, 122.4, 124.4, 132.1]
+    v = classify.classify(culprit, good, bad)
+    assert v.p_bad < 0.05 and v.decision == classify.BAD
+    assert classify.position(culprit, good, bad) > 0.8
+
+
 def test_noise_like_both_is_ambiguous():
     wide = [5.0, 25.0, 12.0, 18.0, 15.0]
     assert classify.classify(wide, GOOD, BAD).decision == classify.AMBIGUOUS
