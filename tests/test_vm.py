@@ -94,6 +94,13 @@ def test_unknown_subcommand():
     assert p.returncode == 2 and "unknown subcommand" in p.stderr
 
 
+def assert_gone(pid: int) -> None:
+    """The process has exited (at most a zombie waiting for its parent)."""
+    time.sleep(0.2)
+    assert not pathlib.Path(f"/proc/{pid}").exists() or \
+        "Z" in pathlib.Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
 def test_timeout_kills_the_whole_guest(tmp_path):
     """run_guest() kills vng and everything it started after the timeout."""
     pidfile = tmp_path / "child"
@@ -101,10 +108,7 @@ def test_timeout_kills_the_whole_guest(tmp_path):
     start = time.monotonic()
     assert vm.run_guest(cmd, 1.5, tmp_path / "log", False) is None
     assert time.monotonic() - start < 10
-    child = int(pidfile.read_text())
-    time.sleep(0.2)
-    assert not pathlib.Path(f"/proc/{child}").exists() or \
-        "Z" in pathlib.Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert_gone(int(pidfile.read_text()))
 
 
 def test_a_signal_to_storm_vm_kills_the_guest(tmp_path):
@@ -115,10 +119,7 @@ def test_a_signal_to_storm_vm_kills_the_guest(tmp_path):
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
     with pytest.raises(vm.Interrupted, match="SIGTERM"):
         vm.run_guest(cmd, 60, tmp_path / "log", False)
-    child = int(pidfile.read_text())
-    time.sleep(0.2)
-    assert not pathlib.Path(f"/proc/{child}").exists() or \
-        "Z" in pathlib.Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert_gone(int(pidfile.read_text()))
     # and our own handler is gone again
     assert signal.getsignal(signal.SIGTERM) is not vm._interrupted
 

@@ -175,15 +175,16 @@ def kill_guest(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def read_or_empty(f: pathlib.Path) -> str:
+    return f.read_text(errors="replace") if f.is_file() else ""
+
+
 def why_ended(state: pathlib.Path) -> str:
     """The kernel's own reason when the guest ended early, from its log."""
-    f = state / KERNEL_LOG
-    text = f.read_text(errors="replace") if f.is_file() else ""
-    for line in reversed(text.splitlines()):
+    for line in reversed(read_or_empty(state / KERNEL_LOG).splitlines()):
         if "Kernel panic" in line:
             return line.split("]", 1)[-1].strip()
-    q = state / QEMU_LOG
-    if q.is_file() and "Triple fault" in q.read_text(errors="replace"):
+    if "Triple fault" in read_or_empty(state / QEMU_LOG):
         return "triple fault (QEMU reset the guest)"
     if not (state / "console").is_file():
         return "it never started the command (boot failure?)"
@@ -193,8 +194,7 @@ def why_ended(state: pathlib.Path) -> str:
 def report_failure(state: pathlib.Path, why: str) -> None:
     print(f"storm vm: {why}", file=sys.stderr)
     for name in ("dmesg", KERNEL_LOG, "console"):
-        f = state / name
-        text = f.read_text(errors="replace") if f.is_file() else ""
+        text = read_or_empty(state / name)
         if text.strip():
             print(f"---- guest {name} (last 60 lines) ----", file=sys.stderr)
             lines = text.splitlines()
