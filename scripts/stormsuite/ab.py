@@ -8,8 +8,9 @@ checkout is never touched), each into its own build directory, sharing
 ccache, so the second build compiles little. Each is named by its
 revision through make LOCALVERSION= (6.1.192-storm-1a2b3c4 and
 6.1.192-storm-1a2b3c4-fix-smp), which is also the label of its results.
-Then `storm matrix` boots each, runs the storm N times and prints the
-compare table.
+Then the two kernels are measured as a matrix does (matrix.py:
+--boots guests each, interleaved base/patched, two at a time) and
+compared, boots as the unit.
 """
 
 from __future__ import annotations
@@ -64,11 +65,21 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="config fragment for both builds (repeatable)")
+    p.add_argument("--append", default="",
+                   help="boot arguments for both kernels, e.g. idle=poll")
+    p.add_argument("--out", type=pathlib.Path,
+                   help="write the comparison here (default: the patched "
+                   "kernel's series directory)")
     matrix.add_guest_options(p, "kernel")
     compare.add_stat_options(p)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     args = p.parse_args(argv)
+    matrix.check_guest_options(p, args)
+    compare.check_stat_options(p, args)
+    if args.dry_run:
+        matrix.print_plan("storm ab", 2, args, build_seconds=2 * 120)
+        return 0
     if args.patch and not args.patch.is_file():
         p.error(f"{args.patch}: no such patch file")
     tree = args.tree.resolve()
@@ -90,15 +101,16 @@ def main(argv: list[str]) -> int:
                   f"{base[:12]}: {e}", file=sys.stderr)
             return 2
 
-    outs = []
-    sides = [("base", base, None, f"-storm-{base[:7]}")]
+    outs: list[pathlib.Path] = []
+    releases: list[str] = []
+    builds = [("base", base, None, f"-storm-{base[:7]}")]
     if args.patch:
-        sides.append(("patched", base, args.patch.resolve(),
+        builds.append(("patched", base, args.patch.resolve(),
                       f"-storm-{base[:7]}-{patch_name(args.patch)}"))
     else:
-        sides.append(("patched", patched, None, f"-storm-{patched[:7]}"))
+        builds.append(("patched", patched, None, f"-storm-{patched[:7]}"))
     try:
-        for name, rev, patch, localversion in sides:
+        for name, rev, patch, localversion in builds:
             checkout(wt, rev)
             if patch is not None:
                 try:
@@ -116,21 +128,14 @@ def main(argv: list[str]) -> int:
             print(f"storm ab: {name}: {built.release} built in "
                   f"{built.seconds:.0f} s", file=sys.stderr, flush=True)
             outs.append(built.out)
+            releases.append(built.release)
     except kbuild.BuildError as e:
         print(f"storm ab: {e}", file=sys.stderr)
         return 1
     finally:
         checkout(wt, base)
 
-    margs = []
-    for out in outs:
-        margs += ["--kernel", str(out)]
-    margs += ["--runs", str(args.runs), "--warmup", str(args.warmup),
-              "--cpus", str(args.cpus), "--memory", args.memory,
-              "--timeout", str(args.timeout), "--test", args.test,
-              "--confidence", str(args.confidence), "--floor",
-              str(args.floor)]
-    margs += [flag for flag, on in (("--all", args.all),
-                                    ("--no-plot", args.no_plot),
-                                    ("--no-write", args.no_write)) if on]
-    return matrix.main(margs + [args.storm] + args.params)
+    sides = [matrix.Side(str(out), args.append, label) for out, label in
+             zip(outs, matrix.unique_labels(
+                 [matrix.label_for(r, args.append) for r in releases]))]
+    return matrix.measure_and_compare(sides, args, "storm ab")

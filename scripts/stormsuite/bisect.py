@@ -1,22 +1,30 @@
 """storm bisect: find the commit that changed a storm's numbers.
 
-    storm bisect --tree TREE --good REV --bad REV [--runs N] [--metric M]
-                 STORM [PARAM=VALUE ...]
+    storm bisect --tree TREE --good REV --bad REV [--boots N] [--runs N]
+                 [--metric M] STORM [PARAM=VALUE ...]
 
-1. Measures both endpoints (build, boot, N runs each) and refuses to go
-   on unless they differ significantly on the metric.
+Boots are the unit (stats.py); a boot's number is the median of its runs.
+
+1. Builds both endpoints (each in its own build directory) and boots them
+   interleaved, two at a time (--boots each, then one more pair at a time)
+   until their difference is clear or --endpoint-max-boots; refuses to go
+   on unless they differ at --confidence (classify.py).
 2. `git bisect run storm bisect-step STATE`: each step builds the commit
-   (incrementally, in one build directory), boots it, runs the storm N
-   times and says good (0) or bad (1) by which endpoint the samples look
-   like (classify.py). Ambiguous: N more runs, then skip. A failed build
-   or boot: skip (125).
-3. Prints the first bad commit, its subject, and the comparison of its
-   runs against the good endpoint's; leaves the tree where it was (git
-   bisect reset). Everything (state, every step, every run file, git's
-   bisect log) is kept under results/bisect/<tree>-<time>/.
+   (incrementally, in one build directory) and boots it two at a time
+   until the likelihood ratio of "like good" against "like bad" is clear
+   (classify.decide), at most --max-boots times; then good (0) or bad (1).
+   A failed build or boot: skip (125).
+3. Measures the first bad commit against its parent again (0-day's check
+   before a report): both built and booted, interleaved, --boots each,
+   and prints both with the change and its confidence interval; says so
+   when that re-measurement does not confirm the change. Leaves the tree
+   where it was (git bisect reset). Everything (state, every step, every
+   run file, git's bisect log) is kept under results/bisect/<tree>-<time>/.
 
-Measuring is one function, `measure_commit(state, sha, runs)`; --measurer
-MODULE:FUNCTION replaces it (the tests drive real git bisects with a fake).
+Measuring is one function, `measure(state, requests)`: for each (sha,
+boots) request, build and boot it, and return its per-boot samples and run
+files; --measurer MODULE:FUNCTION replaces it (the tests drive real git
+bisects with a fake).
 """
 
 from __future__ import annotations
@@ -32,12 +40,20 @@ import sys
 import time
 from typing import Any, Callable
 
-from . import REPO, classify, compare, kbuild, matrix, metrics, runs, stats
+import numpy as np
+
+from . import classify, compare, guest, kbuild, matrix, metrics, runs, stats
 from .kbuild import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
 EXIT_ABORT = 128            # git bisect run stops on this
-DEFAULT_MEASURER = "stormsuite.bisect:measure_commit"
+EXIT_UNCONFIRMED = 3        # named a commit, but its parent check failed
+DEFAULT_MEASURER = "stormsuite.bisect:measure"
+Request = tuple[str, int]               # (commit, boots)
+DEFAULT_RUNS = 10           # a boot's runs: its median is the boot's number
+MAX_BOOTS = 16              # a commit's boots before the odds decide
+ENDPOINT_MAX_BOOTS = 20     # each endpoint's boots before bisecting anyway
+Measured = tuple[list[list[float]], list[str]]  # per-boot samples, files
 
 
 class MeasureError(Exception):
@@ -56,14 +72,13 @@ def short(sha: str) -> str:
 
 # ---------------------------------------------------------------- metric
 
-def metric_names(run_docs: list[dict[str, Any]]) -> list[str]:
-    return sorted(m.name for m in metrics.of_runs(run_docs))
-
-
 def resolve_metric(name: str, storm: str, available: list[str]) -> str:
-    """'runtime', a /proc/interrupts row ('CAL'), a name after '<storm>.'
-    ('irq.CAL', 'latency.p99_ns') or a full metric name."""
+    """'time' (the storm's primary time per operation), 'runtime', a
+    /proc/interrupts row ('CAL'), a name after '<storm>.' ('irq.CAL',
+    'latency.p99_ns') or a full metric name."""
     candidates = [name, f"{storm}.{name}"]
+    if name == "time" and storm in metrics.PRIMARY:
+        candidates.insert(0, metrics.PRIMARY[storm][0])
     if name == "runtime":
         candidates.insert(0, f"{storm}.runtime_ns")
     for c in candidates:
@@ -77,62 +92,104 @@ def resolve_metric(name: str, storm: str, available: list[str]) -> str:
 
 
 def samples_of(run_docs: list[dict[str, Any]], state: dict[str, Any]) -> list[float]:
-    by_name = {m.name: v for m, v in metrics.of_runs(run_docs).items()}
+    by_name = {m.name: (m, v) for m, v in metrics.of_runs(run_docs).items()}
     name = resolve_metric(state["metric"], state["storm"], sorted(by_name))
     state["metric_name"] = name
-    return by_name[name]
+    state["metric_kind"] = by_name[name][0].kind
+    return by_name[name][1]
 
 
 # ---------------------------------------------------------------- measuring
 
-def build_dir(state: dict[str, Any]) -> pathlib.Path:
-    return pathlib.Path(state["build_dir"])
+GOOD_BUILD, STEP_BUILD = ("bisect-good", "-storm-good"), ("bisect", "-storm")
+PARENT_BUILD = ("bisect-parent", "-storm-parent")
+
+
+def build_for(state: dict[str, Any], sha: str) -> tuple[pathlib.Path, str]:
+    """(build directory, localversion): the good endpoint, and the first
+    bad commit's parent in the final check, keep builds of their own, so
+    that both sides of a pair of boots exist at once."""
+    if sha == state["good"]:
+        name, localversion = GOOD_BUILD
+    elif sha == state.get("parent"):
+        name, localversion = PARENT_BUILD
+    else:
+        name, localversion = STEP_BUILD
+    return kbuild.default_out(pathlib.Path(state["tree"]), name), localversion
 
 
 def ensure_built(state: dict[str, Any], sha: str) -> pathlib.Path:
-    """Build the tree's checkout (sha) unless the build dir already has it."""
-    out = build_dir(state)
+    """Build sha unless its build dir already has it, checked out in the
+    tree first when it is not HEAD (the endpoints, before git bisect
+    starts), and build the storms against it while the tree is there."""
+    tree = pathlib.Path(state["tree"])
+    out, localversion = build_for(state, sha)
     stamp = out / kbuild.STAMP
     if stamp.is_file():
         done = json.loads(stamp.read_text())
         if done.get("revision", "").startswith(short(sha)) \
                 and not done["revision"].endswith("-dirty"):
             return out
+    if git(tree, "rev-parse", "HEAD") != sha:
+        git(tree, "checkout", "-q", "--detach", sha)
     try:
-        built = kbuild.build(pathlib.Path(state["tree"]), out,
+        built = kbuild.build(tree, out,
                              fragments=tuple(pathlib.Path(f) for f in
                                              state["config"]),
-                             localversion=state["localversion"])
-    except kbuild.BuildError as e:
+                             localversion=localversion)
+        guest.build_modules(str(out))
+    except (kbuild.BuildError, guest.GuestError) as e:
         raise MeasureError(f"build failed: {e}") from e
     print(f"storm bisect: built {short(sha)} in {built.seconds:.0f} s",
           file=sys.stderr, flush=True)
     return out
 
 
-def measure_commit(state: dict[str, Any], sha: str, nruns: int
-                   ) -> tuple[list[float], list[pathlib.Path]]:
-    """Build, boot and run the storm nruns times: (samples, run files)."""
-    out = ensure_built(state, sha)
-    cmd = [str(REPO / "scripts" / "storm"), "vm", "--kernel", str(out),
-           "--cpus", str(state["cpus"]), "--memory", state["memory"],
-           "--timeout", str(state["timeout"]), "--",
-           "scripts/storm", "run", "--runs", str(nruns),
-           "--warmup", str(state["warmup"]),
-           "--results", state["results"], "--label", short(sha),
-           state["storm"], *state["params"]]
-    rc, files = matrix.run_guest(cmd)
-    files = [f for f in files if f.is_file()]
-    if rc != 0 or not files:
-        raise MeasureError(f"the guest failed (exit {rc}, "
-                           f"{len(files)} run files)")
-    docs = [runs.load_run(f) for f in files]
-    return samples_of(docs, state), files
+def measure(state: dict[str, Any], requests: list[Request]
+            ) -> list[Measured]:
+    """Build each requested commit and boot it, interleaved across the
+    requests, two at a time: per request, the per-boot samples and the
+    run files."""
+    outs = [ensure_built(state, sha) for sha, _ in requests]
+    plan = []
+    for (sha, n), out in zip(requests, outs):
+        label = "good-" + short(sha) if sha == state["good"] else short(sha)
+        series = guest.new_series_id()
+        g = guest.Guest(str(out), state.get("append", ""), state["cpus"],
+                        state["memory"], state["timeout"], no_build=True)
+        plan.append([guest.Boot(g, label, series,
+                                f"{short(sha)} boot {k + 1}/{n}")
+                     for k in range(n)])
+    try:
+        done = guest.run_boots(guest.interleave(plan), state["storm"],
+                               state["params"], runs=state["runs"],
+                               warmup=state["warmup"],
+                               results=pathlib.Path(state["results"]),
+                               jobs=state["jobs"])
+    except guest.GuestError as e:
+        raise MeasureError(str(e)) from e
+    out: list[Measured] = []
+    for boots in plan:
+        mine = [d for d in done if d.boot in boots]
+        samples = [samples_of([runs.load_run(f) for f in d.files], state)
+                   for d in mine]
+        out.append((samples, [str(f) for d in mine for f in d.files]))
+    return out
 
 
-def load_measurer(spec: str) -> Callable[..., tuple[list[float], list[Any]]]:
+def load_measurer(spec: str) -> Callable[..., list[Measured]]:
     module, _, func = spec.partition(":")
     return getattr(importlib.import_module(module), func)
+
+
+def summaries(boots: list[list[float]]) -> list[float]:
+    """One number per boot: the median of its runs."""
+    return [stats.boot_summary(b, robust=True) for b in boots]
+
+
+def on_log_scale(state: dict[str, Any]) -> bool:
+    """Times are compared as ratios; counts (which may be 0) as they are."""
+    return state.get("metric_kind", "time") == "time"
 
 
 # ---------------------------------------------------------------- state
@@ -167,52 +224,63 @@ def describe(xs: list[float], state: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------- one step
 
+def levels_of(state: dict[str, Any]) -> classify.Levels:
+    log = on_log_scale(state)
+    return classify.Levels(
+        [classify.to_scale(g, log) for g in state["levels"]["good"]],
+        [classify.to_scale(g, log) for g in state["levels"]["bad"]])
+
+
 def step(state_file: pathlib.Path) -> int:
     """What `git bisect run` calls: 0 good, 1 bad, 125 skip."""
     state = json.loads(state_file.read_text())
     tree = pathlib.Path(state["tree"])
     sha = git(tree, "rev-parse", "HEAD")
-    measure = load_measurer(state["measurer"])
+    measurer = load_measurer(state["measurer"])
     record: dict[str, Any] = {"commit": sha, "subject": subject(tree, sha),
-                              "samples": [], "files": []}
+                              "boots": [], "files": []}
     started = time.monotonic()
-    n = state["runs"]
     print(f"storm bisect: testing {short(sha)} {record['subject']}",
           file=sys.stderr, flush=True)
-    verdict = None
+
+    def boot(n: int) -> list[float]:
+        (samples, files), = measurer(state, [(sha, n)])
+        record["boots"] += samples
+        record["files"] += files
+        got = summaries(samples)
+        print(f"storm bisect: {short(sha)}: {len(record['boots'])} boots: "
+              f"{describe(summaries(record['boots']), state)}",
+              file=sys.stderr, flush=True)
+        return got
+
+    levels = levels_of(state)
     try:
-        while True:
-            samples, files = measure(state, sha, n)
-            record["samples"] += samples
-            record["files"] += [str(f) for f in files]
-            verdict = classify.classify(
-                record["samples"], state["good_samples"],
-                state["bad_samples"], test=state["test"],
-                confidence=state["confidence"])
-            if verdict.decision != classify.AMBIGUOUS or \
-                    len(record["samples"]) + n > state["max_runs"]:
-                break
-            print(f"storm bisect: {short(sha)}: ambiguous "
-                  f"({describe(record['samples'], state)}); {n} more runs",
-                  file=sys.stderr, flush=True)
+        verdict, _ = classify.decide(
+            boot, levels, log=on_log_scale(state), first=state["jobs"],
+            more=state["jobs"], cap=state["max_boots"])
     except MeasureError as e:
         record.update(decision="skip", why=str(e))
         code = EXIT_SKIP
     else:
-        assert verdict is not None
-        record.update(decision=verdict.decision, p_good=verdict.p_good,
-                      p_bad=verdict.p_bad)
+        record.update(decision=verdict.decision, odds=verdict.odds,
+                      position=verdict.position)
         code = {classify.GOOD: EXIT_GOOD, classify.BAD: EXIT_BAD}.get(
             verdict.decision, EXIT_SKIP)
         if code == EXIT_SKIP:
-            record["decision"] = "skip"
-            record["why"] = "ambiguous after " \
-                f"{len(record['samples'])} runs"
+            record.update(decision="skip", why="ambiguous after "
+                          f"{len(record['boots'])} boots")
+        else:
+            # the commit's boots join the level it was called
+            state["levels"][verdict.decision].append(
+                summaries(record["boots"]))
+            save_state(state)
     record["seconds"] = round(time.monotonic() - started, 1)
     log_step(state, record)
-    shown = describe(record["samples"], state) if record["samples"] else ""
+    shown = describe(summaries(record["boots"]), state) \
+        if record["boots"] else ""
     why = f" ({record['why']})" if "why" in record else \
-        f" (p vs good {record['p_good']:.3g}, vs bad {record['p_bad']:.3g})"
+        f" (odds good:bad {classify.fmt_odds(record['odds'])}, at " \
+        f"{record['position']:.2f} of the way from good to bad)"
     print(f"storm bisect: {short(sha)}: {record['decision']}{why} "
           f"{state['metric']}: {shown}", file=sys.stderr, flush=True)
     return code
@@ -220,45 +288,96 @@ def step(state_file: pathlib.Path) -> int:
 
 # ---------------------------------------------------------------- driver
 
-def measure_endpoint(state: dict[str, Any], tree: pathlib.Path, sha: str,
-                     which: str) -> None:
-    git(tree, "checkout", "-q", "--detach", sha)
-    measure = load_measurer(state["measurer"])
-    print(f"storm bisect: measuring the {which} endpoint {short(sha)} "
-          f"({state['runs']} runs)", file=sys.stderr, flush=True)
-    samples, files = measure(state, sha, state["runs"])
-    state[f"{which}_samples"] = samples
-    state[f"{which}_files"] = [str(f) for f in files]
-    log_step(state, {"commit": sha, "subject": subject(tree, sha),
-                     "endpoint": which, "samples": samples,
-                     "files": state[f"{which}_files"]})
-    print(f"storm bisect: {which} {short(sha)}: {state['metric']}: "
-          f"{describe(samples, state)}", file=sys.stderr, flush=True)
+def measure_endpoints(state: dict[str, Any], tree: pathlib.Path) -> bool:
+    """Boot both endpoints, interleaved, until their difference is clear
+    or the cap; whether they differ at the confidence asked."""
+    measurer = load_measurer(state["measurer"])
+    good, bad = state["good"], state["bad"]
+    n = state["boots"]
+    log = on_log_scale(state)
+    gb: list[float] = []
+    bb: list[float] = []
+    files: dict[str, list[str]] = {"good": [], "bad": []}
+    while True:
+        print(f"storm bisect: booting the endpoints {short(good)} and "
+              f"{short(bad)}, {n} more each", file=sys.stderr, flush=True)
+        (g_s, g_f), (b_s, b_f) = measurer(state, [(good, n), (bad, n)])
+        gb += summaries(g_s)
+        bb += summaries(b_s)
+        files["good"] += g_f
+        files["bad"] += b_f
+        log = on_log_scale(state)
+        print(f"storm bisect: good {short(good)}: {describe(gb, state)}; "
+              f"bad {short(bad)}: {describe(bb, state)}",
+              file=sys.stderr, flush=True)
+        if classify.endpoints_clear(gb, bb, log=log) or \
+                len(gb) >= state["endpoint_max_boots"]:
+            break
+        n = 1
+    differ, p = classify.endpoints_differ(gb, bb, log=log,
+                                          confidence=state["confidence"])
+    state["levels"] = {"good": [gb], "bad": [bb]}
+    state["good_files"], state["bad_files"] = files["good"], files["bad"]
+    state["endpoints_p"] = p
+    for which, sha, b in (("good", good, gb), ("bad", bad, bb)):
+        log_step(state, {"commit": sha, "subject": subject(tree, sha),
+                         "endpoint": which, "boot_summaries": b,
+                         "files": files[which]})
+    return differ
 
 
-def convicting_table(state: dict[str, Any], first_bad: str,
-                     state_dir: pathlib.Path) -> str:
-    """compare's table: the good endpoint's runs against first_bad's."""
-    bad_files = state["bad_files"] if first_bad == state["bad"] else []
-    for rec in steps(state_dir):
-        if rec["commit"] == first_bad and rec.get("files"):
-            bad_files = rec["files"]
-    good_files = state["good_files"]
-    if not bad_files or not all(str(f).endswith(".json")
-                                for f in good_files + bad_files):
-        return ""
-    sides = [[runs.load_files([pathlib.Path(f) for f in good_files],
-                              f"good-{short(state['good'])}")],
-             [runs.load_files([pathlib.Path(f) for f in bad_files],
-                              f"bad-{short(first_bad)}")]]
-    tables = []
-    for group in compare.pair(sides):
-        cmp = compare.build(group, test=state["test"],
-                            confidence=state["confidence"],
-                            floor=compare.FLOOR)
-        tables.append(compare.render(cmp))
-        compare.write_outputs(cmp, tables[-1], state_dir)
-    return "\n".join(tables)
+def verdict_line(base: list[float], new: list[float],
+                 state: dict[str, Any]) -> tuple[str, stats.Estimate]:
+    est = stats.boot_change(base, new, log=on_log_scale(state),
+                            confidence=state["confidence"])
+    if est.testable:
+        change = (f"{est.pct:+.1f}% [{est.lo:+.1f}%, {est.hi:+.1f}%] "
+                  f"(p={est.p:.3g}, {est.n_base}+{est.n_new} boots x "
+                  f"{state['runs']} runs)")
+    else:
+        change = f"{est.pct:+.1f}% (too few boots for an interval)"
+    return change, est
+
+
+def confirm(state: dict[str, Any], tree: pathlib.Path, first_bad: str,
+            state_dir: pathlib.Path) -> tuple[str, bool]:
+    """0-day's check: the first bad commit against its parent, measured
+    again side by side. (report, confirmed)."""
+    parent = git(tree, "rev-parse", f"{first_bad}^")
+    state["parent"] = parent
+    print(f"storm bisect: measuring {short(first_bad)} against its parent "
+          f"{short(parent)} again ({state['boots']} boots each)",
+          file=sys.stderr, flush=True)
+    measurer = load_measurer(state["measurer"])
+    try:
+        (p_s, p_f), (b_s, b_f) = measurer(
+            state, [(parent, state["boots"]), (first_bad, state["boots"])])
+    except MeasureError as e:
+        return f"could not measure it against its parent: {e}\n", False
+    line, est = verdict_line(summaries(p_s), summaries(b_s), state)
+    direction = np.sign(np.median(state["levels"]["bad"][0])
+                        - np.median(state["levels"]["good"][0]))
+    confirmed = est.excludes_zero and np.sign(est.pct) == direction
+    report = (f"re-measured against its parent {short(parent)}: "
+              f"{state.get('metric_name', state['metric'])} {line}: "
+              + ("confirmed" if confirmed else
+                 "NOT confirmed: the change does not reproduce between "
+                 "these two commits; treat the culprit as a suspect") + "\n")
+    if all(str(f).endswith(".json") for f in p_f + b_f) and p_f and b_f:
+        sides = [[runs.load_files([pathlib.Path(f) for f in p_f],
+                                  f"parent-{short(parent)}")],
+                 [runs.load_files([pathlib.Path(f) for f in b_f],
+                                  f"bad-{short(first_bad)}")]]
+        for group in compare.pair(sides):
+            try:
+                cmp = compare.build(group, confidence=state["confidence"])
+            except compare.CompareError as e:
+                report += f"(no table: {e})\n"
+                continue
+            table = compare.render(cmp)
+            compare.write_outputs(cmp, table, state_dir)
+            report += "\n" + table
+    return report, confirmed
 
 
 def first_bad_commit(tree: pathlib.Path) -> str | None:
@@ -274,32 +393,40 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="storm bisect",
         description="Bisect a kernel tree for the commit that changed a "
-        "storm's metric: measures both endpoints (refusing when they do not "
-        "differ significantly), then runs git bisect, each step building, "
-        "booting (storm vm) and running the storm (storm run) and calling "
-        "the commit good or bad by which endpoint its samples match. Skips "
-        "commits that fail to build or boot, or stay ambiguous. Leaves the "
-        "tree on the branch it was on; logs everything under "
-        "results/bisect/.",
+        "storm's metric, boots as the unit: boots both endpoints, "
+        "interleaved, until their difference is clear (refusing when they "
+        "do not differ), then runs git bisect, each step building the "
+        "commit and booting it (two guests at a time) until the odds of "
+        "'like good' against 'like bad' are clear; then measures the first "
+        "bad commit against its parent again and prints both with the "
+        "change and its interval. Skips commits that fail to build or "
+        "boot. Leaves the tree on the branch it was on; logs everything "
+        "under results/bisect/.",
         epilog="example: storm bisect --tree ~/linux --good v6.1 --bad HEAD "
-        "--runs 5 ipistorm numipi=2000 single=1 wait=1 cpulist=0 offset=1")
+        "ipistorm numipi=2000 single=1 wait=1 cpulist=0 offset=1 latency=0")
     p.add_argument("--tree", type=pathlib.Path, required=True,
                    help="the kernel git work tree (must be clean)")
     p.add_argument("--good", required=True, help="a revision without the "
                    "change")
     p.add_argument("--bad", required=True, help="a revision with it")
-    matrix.add_guest_options(p, "commit")
-    p.add_argument("--max-runs", type=int,
-                   help="runs before an ambiguous commit is skipped "
-                   "(default 3 x --runs)")
-    p.add_argument("--metric", default="runtime",
-                   help="runtime (default), a /proc/interrupts row such as "
-                   "CAL, or any metric name storm compare prints")
-    p.add_argument("--test", choices=sorted(stats.TESTS),
-                   default="mannwhitney",
-                   help="significance test (default mannwhitney)")
+    matrix.add_guest_options(p, "endpoint, first")
+    p.set_defaults(runs=DEFAULT_RUNS)
+    p.add_argument("--max-boots", type=int, default=MAX_BOOTS,
+                   help="boots of one commit before the odds as they "
+                   f"stand decide (default {MAX_BOOTS})")
+    p.add_argument("--endpoint-max-boots", type=int,
+                   default=ENDPOINT_MAX_BOOTS,
+                   help="boots of each endpoint before bisecting on "
+                   f"what is known (default {ENDPOINT_MAX_BOOTS})")
+    p.add_argument("--metric", default="time",
+                   help="time (default: the storm's time per call, flush "
+                   "or op), runtime, a /proc/interrupts row such as CAL, or "
+                   "any metric name storm compare prints")
+    p.add_argument("--append", default="",
+                   help="boot arguments for every kernel, e.g. idle=poll")
     p.add_argument("--confidence", type=float, default=0.95,
-                   help="confidence level (default 0.95)")
+                   help="confidence level the endpoints must differ at, "
+                   "and of the final interval (default 0.95)")
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="config fragment for every build (repeatable)")
@@ -311,13 +438,28 @@ def main(argv: list[str]) -> int:
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     args = p.parse_args(argv)
-    if args.runs < 2:
-        p.error("--runs must be at least 2 (a test needs two samples)")
+    matrix.check_guest_options(p, args)
+    if args.boots < 2:
+        p.error("--boots must be at least 2: with one boot per endpoint "
+                "no test can ever tell them apart")
+    if args.max_boots < args.jobs or args.endpoint_max_boots < args.boots:
+        p.error("--max-boots must be at least --jobs, and "
+                "--endpoint-max-boots at least --boots")
     if not 0 < args.confidence < 1:
         p.error("--confidence must be between 0 and 1")
-    for prm in args.params:
-        if "=" not in prm:
-            p.error(f"{prm}: parameters are NAME=VALUE")
+    if args.dry_run:
+        est = matrix.estimate
+        per = args.runs + args.warmup
+        print(f"storm bisect: endpoints {args.boots} to "
+              f"{args.endpoint_max_boots} boots each, then about "
+              "log2(commits) steps of 2 to "
+              f"{args.max_boots} boots, then 2 x {args.boots} boots for the "
+              f"check; {args.runs} runs a boot. About "
+              f"{est(2 * args.boots, per, args.jobs) / 60:.0f} min for the "
+              f"endpoints and {est(4, per, args.jobs) / 60:.0f} to "
+              f"{est(args.max_boots, per, args.jobs) / 60:.0f} min a step, "
+              "plus the builds (a few minutes each with a warm ccache)")
+        return 0
     tree = args.tree.resolve()
     try:
         git(tree, "rev-parse", "--git-dir")
@@ -347,9 +489,10 @@ def main(argv: list[str]) -> int:
     state: dict[str, Any] = {
         "dir": str(state_dir), "tree": str(tree), "good": good, "bad": bad,
         "storm": args.storm, "params": args.params, "metric": args.metric,
-        "runs": args.runs, "max_runs": args.max_runs or 3 * args.runs,
-        "warmup": args.warmup, "test": args.test,
-        "confidence": args.confidence,
+        "boots": args.boots, "runs": args.runs, "warmup": args.warmup,
+        "max_boots": args.max_boots, "jobs": args.jobs,
+        "endpoint_max_boots": args.endpoint_max_boots,
+        "confidence": args.confidence, "append": args.append,
         "config": [str(f.resolve()) for f in args.config],
         "cpus": args.cpus, "memory": args.memory, "timeout": args.timeout,
         "build_dir": str(kbuild.default_out(tree, "bisect")),
@@ -365,31 +508,27 @@ def main(argv: list[str]) -> int:
           f"log in {state_dir}", file=sys.stderr, flush=True)
     try:
         try:
-            measure_endpoint(state, tree, good, "good")
-            measure_endpoint(state, tree, bad, "bad")
+            differ = measure_endpoints(state, tree)
         except (MeasureError, ValueError) as e:
             print(f"storm bisect: cannot measure an endpoint: {e}",
                   file=sys.stderr)
             return 1
-        differ, p_end = classify.endpoints_differ(
-            state["good_samples"], state["bad_samples"], test=args.test,
-            confidence=args.confidence)
-        state["endpoints_p"] = p_end
         save_state(state)
+        good_b, bad_b = state["levels"]["good"][0], state["levels"]["bad"][0]
+        line, _ = verdict_line(good_b, bad_b, state)
         if not differ:
             print(f"storm bisect: refusing to bisect: the endpoints do not "
-                  f"differ significantly on {args.metric} ({args.test} "
-                  f"p={p_end:.3g}, confidence {args.confidence:g}): good "
-                  f"{describe(state['good_samples'], state)}, bad "
-                  f"{describe(state['bad_samples'], state)}", file=sys.stderr)
+                  f"differ at {args.confidence:g} confidence on "
+                  f"{state.get('metric_name', args.metric)}: {line}",
+                  file=sys.stderr)
             return 1
-        print(f"storm bisect: endpoints differ ({args.test} p={p_end:.3g}); "
-              "bisecting", file=sys.stderr, flush=True)
+        print(f"storm bisect: endpoints: {line}; bisecting", file=sys.stderr,
+              flush=True)
         git(tree, "bisect", "start", bad, good)
         with open(state_dir / "git-bisect-run.log", "w") as logf:
             proc = subprocess.Popen(
                 ["git", "-C", str(tree), "bisect", "run",
-                 str(REPO / "scripts" / "storm"), "bisect-step",
+                 str(guest.STORM), "bisect-step",
                  str(state_file)], stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
@@ -402,6 +541,13 @@ def main(argv: list[str]) -> int:
         first_bad = first_bad_commit(tree)
         (state_dir / "git-bisect.log").write_text(
             git(tree, "bisect", "log", check=False) + "\n")
+        if git(tree, "bisect", "log", check=False):
+            git(tree, "bisect", "reset", check=False)
+        if first_bad is not None:
+            # the steps learnt the levels: read them back
+            state.update(json.loads(state_file.read_text()))
+            check, confirmed = confirm(state, tree, first_bad, state_dir)
+            save_state(state)
     finally:
         if git(tree, "bisect", "log", check=False):
             git(tree, "bisect", "reset", check=False)
@@ -426,16 +572,19 @@ def main(argv: list[str]) -> int:
                   f"run exited {proc.returncode})", file=sys.stderr)
         print(f"storm bisect: log in {state_dir}", file=sys.stderr)
         return 1
-    table = convicting_table(state, first_bad, state_dir)
+    nboots = sum(len(s.get("boots", [])) for s in tested)
     summary = (f"\nfirst bad commit: {first_bad} {subject(tree, first_bad)}\n"
+               f"endpoints: {line}\n"
                f"{len(tested)} bisect steps "
                f"({sum(1 for s in tested if s['decision'] == 'skip')} "
-               f"skipped) after 2 endpoints, {elapsed / 60:.1f} min; "
-               f"metric {state.get('metric_name', args.metric)}\n")
-    (state_dir / "summary.txt").write_text(summary + table)
-    print(summary + table)
+               f"skipped, {nboots} boots) after the endpoints "
+               f"({len(good_b)}+{len(bad_b)} boots), {elapsed / 60:.1f} min; "
+               f"metric {state.get('metric_name', args.metric)}\n"
+               + check)
+    (state_dir / "summary.txt").write_text(summary)
+    print(summary)
     print(f"storm bisect: log in {state_dir}", file=sys.stderr)
-    return 0
+    return 0 if confirmed else EXIT_UNCONFIRMED
 
 
 def step_main(argv: list[str]) -> int:

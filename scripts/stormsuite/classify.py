@@ -1,81 +1,179 @@
-"""Good or bad: which bisect endpoint a commit's samples look like.
+"""Good or bad: which bisect endpoint a commit's boots look like.
 
-A commit is good when its samples are significantly different from the
-bad endpoint's and not from the good one's; bad the other way round.
-Like both (too noisy to tell) is ambiguous: the bisect measures it again,
-then skips it.
+Boots are the unit (stats.py): a commit's evidence is one summary per boot
+(the median of the boot's runs), on the log scale for times. In a bisect
+every commit is, in truth, like the good endpoint or like the bad one, so
+the question is not "does it differ from good?" (a commit that merely
+fails to differ from good was called good before, and a 10% regression
+fails to differ from good most of the time at a few boots) but "which of
+the two levels explains its boots better, and by how much?".
 
-Like neither is common under TCG: guests booted minutes apart drift by
-10-20% (the e2e bisect's culprit read 128 ms in 15 runs against the bad
-endpoint's 144 ms, with good at 26 ms). Such a commit is placed on the
-line from the good endpoint's median to the bad one's: within the outer
-quarter at either end (or beyond it) it takes that end's side; in the
-middle half, as a commit half way between would be, it is ambiguous.
-The test is stats.p_value's (Mann-Whitney U by default here: a bisect
-step has few samples and TCG runtimes have outliers).
+That is a likelihood ratio, tested sequentially (Wald's SPRT): the
+commit's mean against the good level and against the bad level, each with
+the uncertainty of the commit's own mean and of the level's, under a
+Student t for the spread (estimated from every group measured so far, so
+its uncertainty is priced in). The commit is good when the ratio reaches
+`odds` (default 99: about 1 wrong call in 100 per step), bad at 1/odds;
+in between, the bisect boots the commit again, up to a cap, and then takes
+the side the ratio favours (a skip would leave git unable to name the
+commit; the final re-measurement of the first bad commit against its
+parent checks the answer).
+
+The levels are learnt as the bisect goes: the endpoints' boots, and the
+boots of every commit already called (a commit called good joins the good
+level's pool). Before any step the endpoints are booted, two at a time,
+until their difference is clear (endpoints_clear, p < 0.001) or a cap,
+and the bisect refuses to start unless they differ at the confidence
+asked (endpoints_differ). Simulated (storm simulate): per-run CV 10%,
+boot drift 6%, 10 runs a boot, 5 commits: a 20% regression is named right
+in 99.7% of bisects (22 boots), a 10% one in 93% (45 boots).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
-from typing import Sequence
+from typing import Callable, Sequence
 
-from . import stats
+import numpy as np
 
 GOOD, BAD, AMBIGUOUS = "good", "bad", "ambiguous"
-# like neither endpoint: how far from an end (as a fraction of the
-# good-to-bad distance) a commit may lie and still take that end's side
-END_ZONE = 0.25
+ODDS = 99.0             # per-step evidence needed to call a commit
+CAP_ODDS = 1.0
+MIN_SPREAD = 0.005      # log scale: no boot-to-boot spread is below 0.5%
+
+
+def to_scale(boots: Sequence[float], log: bool) -> np.ndarray:
+    x = np.asarray(boots, dtype=float)
+    if log:
+        if (x <= 0).any():
+            raise ValueError("log scale needs positive values")
+        return np.log(x)
+    return x
+
+
+@dataclasses.dataclass
+class Levels:
+    """What is known of the good and bad levels: groups of per-boot
+    summaries (each group one commit), on the test's scale."""
+    good: list[np.ndarray]
+    bad: list[np.ndarray]
+
+    def pooled(self, extra: Sequence[np.ndarray] = ()) -> tuple[float, int]:
+        """Pooled within-commit spread of boot summaries, and its degrees
+        of freedom."""
+        groups = [g for g in [*self.good, *self.bad, *extra] if len(g) > 1]
+        dof = sum(len(g) - 1 for g in groups)
+        if dof == 0:
+            return math.nan, 0
+        ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups)
+        return max(math.sqrt(ss / dof), MIN_SPREAD), dof
+
+    @staticmethod
+    def _mean(groups: list[np.ndarray]) -> tuple[float, int]:
+        allv = np.concatenate(groups) if groups else np.array([])
+        return (float(allv.mean()) if len(allv) else math.nan), len(allv)
+
+    @property
+    def good_mean(self) -> tuple[float, int]:
+        return self._mean(self.good)
+
+    @property
+    def bad_mean(self) -> tuple[float, int]:
+        return self._mean(self.bad)
 
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     decision: str           # GOOD, BAD or AMBIGUOUS
-    p_good: float           # p-value of "same as the good endpoint"
-    p_bad: float            # p-value of "same as the bad endpoint"
+    odds: float             # likelihood ratio good : bad
+    position: float         # 0 at the good level, 1 at the bad one
 
     def __str__(self) -> str:
-        return (f"{self.decision} (p vs good {self.p_good:.3g}, "
-                f"vs bad {self.p_bad:.3g})")
+        return (f"{self.decision} (odds good:bad {fmt_odds(self.odds)}, "
+                f"at {self.position:.2f} of the way from good to bad)")
+
+
+def fmt_odds(odds: float) -> str:
+    if odds >= 1:
+        return f"{min(odds, 1e9):.3g}:1"
+    return f"1:{min(1 / odds, 1e9):.3g}" if odds > 0 else "1:inf"
+
+
+def odds_good(commit: np.ndarray, levels: Levels) -> tuple[float, float]:
+    """(likelihood ratio good:bad of the commit's mean, its position on
+    the good-to-bad line)."""
+    from scipy import stats as sst
+    mg, ng = levels.good_mean
+    mb, nb = levels.bad_mean
+    sd, dof = levels.pooled([commit])
+    m = len(commit)
+    c = float(commit.mean())
+    position = (c - mg) / (mb - mg) if mb != mg else math.nan
+    if math.isnan(sd) or m == 0:
+        return 1.0, position
+    sg = sd * math.sqrt(1 / m + 1 / ng)
+    sb = sd * math.sqrt(1 / m + 1 / nb)
+    lg = sst.t.logpdf((c - mg) / sg, dof) - math.log(sg)
+    lb = sst.t.logpdf((c - mb) / sb, dof) - math.log(sb)
+    return math.exp(max(min(lg - lb, 700), -700)), position
+
+
+def classify(commit: np.ndarray, levels: Levels, *, odds: float = ODDS,
+             final: bool = False, cap_odds: float = CAP_ODDS) -> Verdict:
+    """GOOD or BAD when the evidence reaches odds (or cap_odds when final:
+    the commit has had all its boots); else AMBIGUOUS."""
+    ratio, position = odds_good(commit, levels)
+    need = cap_odds if final else odds
+    if ratio >= need:
+        return Verdict(GOOD, ratio, position)
+    if ratio <= 1 / need:
+        return Verdict(BAD, ratio, position)
+    return Verdict(AMBIGUOUS, ratio, position)
+
+
+def decide(measure: Callable[[int], Sequence[float]], levels: Levels, *,
+           log: bool, first: int, more: int, cap: int,
+           odds: float = ODDS) -> tuple[Verdict, np.ndarray]:
+    """Measure a commit (measure(n) boots it n more times and returns
+    their summaries): `first` boots, then `more` at a time until the
+    verdict is clear or it has had `cap` boots."""
+    boots = to_scale(measure(first), log)
+    while True:
+        final = len(boots) >= cap
+        v = classify(boots, levels, odds=odds, final=final)
+        if v.decision != AMBIGUOUS or final:
+            return v, boots
+        n = min(more, cap - len(boots))
+        boots = np.concatenate([boots, to_scale(measure(n), log)])
 
 
 def endpoints_differ(good: Sequence[float], bad: Sequence[float], *,
-                     test: str = "mannwhitney",
-                     confidence: float = 0.95) -> tuple[bool, float]:
-    """Whether good and bad differ significantly, and the p-value."""
-    p = stats.p_value(good, bad, test)
-    return (not math.isnan(p) and p < 1 - confidence), p
+                     log: bool, confidence: float = 0.95) -> tuple[bool, float]:
+    """Whether the endpoints' boots differ (Welch on per-boot summaries),
+    and the p-value. The default confidence is high: a bisect between
+    endpoints that do not clearly differ bisects noise."""
+    from . import stats
+    est = stats.boot_change(good, bad, log=log, confidence=confidence)
+    return est.testable and est.p < 1 - confidence, est.p
 
 
-def classify(samples: Sequence[float], good: Sequence[float],
-             bad: Sequence[float], *, test: str = "mannwhitney",
-             confidence: float = 0.95) -> Verdict:
-    alpha = 1 - confidence
-    p_good = stats.p_value(samples, good, test)
-    p_bad = stats.p_value(samples, bad, test)
-    if math.isnan(p_good) or math.isnan(p_bad):
-        return Verdict(AMBIGUOUS, p_good, p_bad)
-    like_good, like_bad = p_good >= alpha, p_bad >= alpha
-    if like_good and not like_bad:
-        return Verdict(GOOD, p_good, p_bad)
-    if like_bad and not like_good:
-        return Verdict(BAD, p_good, p_bad)
-    if not like_good and not like_bad:
-        where = position(samples, good, bad)
-        if where >= 1 - END_ZONE:
-            return Verdict(BAD, p_good, p_bad)
-        if where <= END_ZONE:
-            return Verdict(GOOD, p_good, p_bad)
-    return Verdict(AMBIGUOUS, p_good, p_bad)
+CLEAR_P = 0.001
 
 
-def position(samples: Sequence[float], good: Sequence[float],
-             bad: Sequence[float]) -> float:
-    """Where the samples' median lies on the line from the good endpoint's
-    median (0) to the bad one's (1); beyond either end is <0 or >1."""
-    g, b = statistics.median(good), statistics.median(bad)
-    if g == b:
-        return math.nan
-    return (statistics.median(samples) - g) / (b - g)
+def endpoints_clear(good: Sequence[float], bad: Sequence[float], *,
+                    log: bool) -> bool:
+    """Whether the endpoints are known well enough to bisect between:
+    their difference has p < CLEAR_P. Until then the bisect boots both
+    again (up to a cap, after which p < 1 - confidence is enough): a
+    commit's verdict can be no surer than the two levels it is held
+    against."""
+    return endpoints_differ(good, bad, log=log, confidence=1 - CLEAR_P)[0]
+
+
+def learn(levels: Levels, verdict: Verdict, boots: np.ndarray) -> None:
+    """A called commit's boots join the level it was called."""
+    if verdict.decision == GOOD:
+        levels.good.append(boots)
+    elif verdict.decision == BAD:
+        levels.bad.append(boots)

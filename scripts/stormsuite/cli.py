@@ -13,9 +13,10 @@ SUBCOMMANDS = {
     "kernel": ("kbuild", "kernel build TREE: a guest kernel and the storms"),
     "ab": ("ab", "a patched kernel against its baseline, built and compared"),
     "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
-    "bisect-step": ("bisect", "one bisect step (run by git bisect run)",
-                    "step_main"),
+    "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
 }
+# run by git bisect run for storm bisect; not listed in --help
+INTERNAL = {"bisect-step": ("bisect", "", "step_main")}
 
 
 def usage() -> str:
@@ -32,11 +33,11 @@ def main(argv: list[str]) -> int:
         print(usage())
         return 0
     name, rest = argv[0], argv[1:]
-    if name not in SUBCOMMANDS:
+    if name not in SUBCOMMANDS and name not in INTERNAL:
         print(f"storm: unknown subcommand {name!r}\n\n{usage()}",
               file=sys.stderr)
         return 2
-    entry = SUBCOMMANDS[name]
+    entry = SUBCOMMANDS.get(name) or INTERNAL[name]
     module = importlib.import_module(f"stormsuite.{entry[0]}")
     func = entry[2] if len(entry) > 2 else "main"
     return int(getattr(module, func)(rest) or 0)

@@ -1,144 +1,35 @@
 """storm compare: is the difference between kernels real?
 
 Reads result sets (labels under results/, or directories of run files),
-pairs the series of the same storm and parameters, and for every metric
-(see metrics.py) prints an mmtests compare-kernels style table: the mean
-per kernel (Amean for times and counts, Hmean for rates), its CV, the
-change against the baseline in percent and whether that change is
-significant (stats.py). Also writes the comparison as JSON, with the
-lkp-tests stat names, and a plot (plot.py).
+pairs the series of the same storm and parameters, and prints what
+verdict.py decided: first the verdict lines, one per primary metric and
+candidate, in the way Go's benchstat states a change (centre and spread
+per side, the change with its 95% confidence interval, or ~, and the
+sample behind it); the noise split into within-boot and between-boot CV;
+then an mmtests compare-kernels style table of every metric (the mean
+per kernel, Amean for times and counts, Hmean for rates, its CV, the
+change against the baseline in percent and its marker). Also writes the
+comparison as JSON, with the lkp-tests stat names, and a plot (plot.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import pathlib
 import sys
 from typing import Any
 
-from . import metrics, runs, stats
+from . import metrics, runs, verdict
 
-SCHEMA = 1
-FLOOR = 10.0                 # counts: means below this are not changes
-ENV_MUST_MATCH = ("cpu_count", "virtualization", "cpu_model")
-
-
-class CompareError(Exception):
-    pass
-
-
-@dataclasses.dataclass
-class Row:
-    metric: metrics.Metric
-    values: list[list[float]]           # per set, per run
-    summaries: list[stats.Summary]      # per set
-    changes: list[stats.Change | None]  # per set; None for the baseline
-    shown: bool                         # False: tiny everywhere
-
-
-@dataclasses.dataclass
-class Comparison:
-    sets: list[runs.Series]             # baseline first
-    rows: list[Row]
-    test: str
-    confidence: float
-    floor: float
-    warnings: list[str]
-
-    @property
-    def storm(self) -> str:
-        return self.sets[0].storm
-
-    @property
-    def params(self) -> dict[str, str]:
-        return self.sets[0].params
-
-
-def check_same(sets: list[runs.Series]) -> None:
-    """Refuse to compare different storms or parameters."""
-    base = sets[0]
-    for s in sets[1:]:
-        if s.key != base.key:
-            raise CompareError(
-                "refusing to compare different storms or parameters:\n"
-                f"  {base.label}: {base.what}\n  {s.label}: {s.what}")
-    for s in sets:
-        if not s.runs:
-            raise CompareError(f"{s.label}: no untraced runs in {s.dir}")
-
-
-def env_warnings(sets: list[runs.Series]) -> list[str]:
-    out = []
-    for s in sets:
-        for name in ("kernel_release", "cmdline", "cpu_count",
-                     "virtualization"):
-            vals = s.env(name)
-            if len(vals) > 1:
-                out.append(f"{s.label}: runs differ in {name}: "
-                           f"{', '.join(sorted(vals))}")
-    base = sets[0]
-    for name in ENV_MUST_MATCH:
-        for s in sets[1:]:
-            if s.env(name) != base.env(name):
-                out.append(
-                    f"environments differ in {name}: {base.label} has "
-                    f"{', '.join(sorted(base.env(name)))}, {s.label} has "
-                    f"{', '.join(sorted(s.env(name)))}")
-    # parameters the module resolved differently (e.g. default cpulists)
-    def effective(s: runs.Series) -> dict[str, str]:
-        return {k: str(v) for k, v in s.runs[0]["result"].items()
-                if k.startswith("param.")}
-    b = effective(base)
-    for s in sets[1:]:
-        e = effective(s)
-        diff = sorted(k for k in set(b) | set(e) if b.get(k) != e.get(k))
-        if diff:
-            out.append(f"{s.label}: the module resolved parameters "
-                       "differently: " + ", ".join(
-                           f"{k} {b.get(k)} vs {e.get(k)}" for k in diff))
-    virt = set().union(*(s.env("virtualization") for s in sets))
-    if virt & {"tcg", "qemu"}:
-        out.append("taken under emulation (TCG): times are emulated, not "
-                   "hardware timings; interrupt counts are still real")
-    return out
-
-
-def build(sets: list[runs.Series], *, test: str = "welch",
-          confidence: float = 0.95, floor: float = FLOOR) -> Comparison:
-    check_same(sets)
-    per_set = [metrics.of_runs(s.runs) for s in sets]
-    names = [m for m in per_set[0] if all(m in p for p in per_set[1:])]
-    rows = []
-    for m in names:
-        values = [p[m] for p in per_set]
-        harmonic = m.kind == "rate"
-        sums = [stats.summarize(v, harmonic=harmonic) for v in values]
-        fl = floor if m.kind == "count" else 0.0
-        changes: list[stats.Change | None] = [None] + [
-            stats.change(values[0], v, harmonic=harmonic, test=test,
-                         confidence=confidence, floor=fl)
-            for v in values[1:]]
-        shown = m.kind != "count" or any(abs(s.amean) >= floor for s in sums)
-        rows.append(Row(m, values, sums, changes, shown))
-    rows.sort(key=lambda r: _order(r.metric))
-    return Comparison(sets, rows, test, confidence, floor,
-                      env_warnings(sets))
-
-
-def _order(m: metrics.Metric) -> tuple[int, str]:
-    """Times and rates first (in the order made), then the module's own
-    counts, then /proc/interrupts: totals, then per CPU by row."""
-    if m.kind != "count":
-        return (0, "")
-    group = 3 if m.name.startswith("interrupts.") else 1
-    if ".CPU" in m.name:
-        head, rest = m.name.split(".CPU", 1)
-        cpu, _, row = rest.partition(".")
-        return (group + 1, f"{head}.{row}.{int(cpu):05d}")
-    return (group, m.name)
+SCHEMA = 2
+FLOOR = verdict.FLOOR
+CompareError = verdict.CompareError
+Comparison = verdict.Comparison
+Row = verdict.Row
+build = verdict.build
+EXIT_REGRESSION = 1         # --fail-above: the primary time got slower
 
 
 # ---------------------------------------------------------------------
@@ -165,13 +56,75 @@ def fmt_cv(cv: float) -> str:
     return "(CV    -)" if math.isnan(cv) else f"(CV {cv:5.1f}%)"
 
 
-def fmt_change(c: stats.Change) -> str:
-    if math.isnan(c.pct):
-        pct = "      -"
-    else:
-        pct = f"{c.pct:+7.2f}%"
+def fmt_pct(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:+.1f}%"
+
+
+def fmt_change(c: verdict.Change) -> str:
+    """A table cell: the change and its marker (* a change, ~ not one by
+    rule, blank otherwise)."""
+    pct = "      -" if math.isnan(c.pct) else f"{c.pct:+7.2f}%"
     mark = "*" if c.significant else ("~" if not c.reported else " ")
     return f"{pct} {mark}"
+
+
+PRIMARY_TITLES = {"time": "time per {op}", "count": "IPIs per {op}"}
+
+
+def fmt_primary_value(x: float, m: metrics.Metric) -> str:
+    if m.unit == "ns":
+        return fmt_value(x, m)
+    return "-" if math.isnan(x) else f"{x:.4g}"
+
+
+def verdict_lines(cmp: Comparison) -> list[str]:
+    """benchstat-style lines for the primary metrics: baseline centre ±
+    spread, candidate centre ± spread, the change [95% CI] or ~, and
+    (p=..., boots x runs). Centre: the mean of the per-boot summaries;
+    spread: their CV (the between-boot spread the test sees)."""
+    op = metrics.PRIMARY.get(cmp.storm, ("", "", "op"))[2]
+    out = []
+    for r in cmp.primary:
+        title = PRIMARY_TITLES[r.metric.kind].format(op=op)
+        base = r.boot_summaries[0]
+        for i in range(1, len(cmp.sets)):
+            c = r.changes[i]
+            assert c is not None
+            cand = r.boot_summaries[i]
+            est = c.estimate
+            if c.significant:
+                change = (f"{fmt_pct(est.pct)} [{fmt_pct(est.lo)}, "
+                          f"{fmt_pct(est.hi)}]")
+            else:
+                change = "~"
+            p = "p=-" if math.isnan(est.p) else f"p={est.p:.3g}"
+            if not math.isnan(c.p_adjusted) and len(cmp.primary) > 1:
+                p += f", Holm {c.p_adjusted:.3g}"
+            why = "" if c.significant else f"; {c.why_not}"
+            out.append(
+                f"{title:<14} {fmt_primary_value(base.mean, r.metric)} "
+                f"± {_cv(base.cv)}  ->  "
+                f"{fmt_primary_value(cand.mean, r.metric)} ± {_cv(cand.cv)}"
+                f"   {change}  ({p}, {cmp.size(i)}{why})"
+                + (f"  [{cmp.sets[i].label}]" if len(cmp.sets) > 2 else ""))
+    return out
+
+
+def _cv(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.1f}%"
+
+
+def noise_lines(cmp: Comparison) -> list[str]:
+    out = []
+    for r in cmp.primary:
+        if r.metric.kind != "time":
+            continue
+        parts = [f"{s.label} {_cv(n.within_cv)} within, "
+                 f"{_cv(n.between_cv)} between"
+                 for s, n in zip(cmp.sets, r.noise)]
+        out.append(f"noise ({r.metric.name}, CV of runs within a boot and "
+                   "of boots beyond that): " + "; ".join(parts))
+    return out
 
 
 def render(cmp: Comparison, show_all: bool = False) -> str:
@@ -193,23 +146,32 @@ def render(cmp: Comparison, show_all: bool = False) -> str:
             for i in range(len(cmp.sets))]
     pad = 6 + namew
     out = [f"{cmp.storm}  {runs.params_text(cmp.params)}",
-           "runs: " + ", ".join(f"{s.label} {len(s.runs)}"
-                                for s in cmp.sets), ""]
+           "sets: " + ", ".join(f"{s.label} {s.size}" for s in cmp.sets), ""]
+    out += verdict_lines(cmp)
+    out += noise_lines(cmp) + [""]
     out.append(" " * pad + "  ".join(
         f"{s.label:>{colw[i]}}" for i, s in enumerate(cmp.sets)))
     for r, c in zip(rows, cells):
-        out.append(f"{r.metric.stat:5} {r.metric.name:<{namew}}" + "  ".join(
+        stat = r.metric.stat if not r.derived else "(der)"
+        out.append(f"{stat:5} {r.metric.name:<{namew}}" + "  ".join(
             f"{cell:>{colw[i]}}" for i, cell in enumerate(c)))
     hidden = len(cmp.rows) - len(rows)
-    test = stats.TESTS[cmp.test]
+    alpha = 1 - cmp.confidence
     out += ["",
-            "Amean: arithmetic mean (times, counts); Hmean: harmonic mean "
-            "(rates); CV: stddev/mean of the runs.",
-            f"%: change of the mean against {cmp.sets[0].label} (baseline). "
-            "Times: lower is better; rates: higher is better.",
-            f"*: significant at {cmp.confidence:.0%} confidence ({test}, "
-            f"two-sided, p < {1 - cmp.confidence:.2g}); "
-            f"~: below {cmp.floor:g} counts, not reported as a change."]
+            "Verdict lines: mean of the per-boot summaries (median of a "
+            "boot's runs for times, mean for counts) ± their CV; the change "
+            f"with its {cmp.confidence:.0%} confidence interval (Welch's "
+            "t-test on the per-boot summaries, log scale for times), or ~ "
+            "when it is not a change: Holm-corrected p over the primary "
+            f"metrics not below {alpha:.2g}, an interval holding 0, or less "
+            f"than {cmp.min_effect:g}%.",
+            "Table: Amean/Hmean and CV over all runs; %: change against "
+            f"{cmp.sets[0].label} (baseline); times: lower is better, rates: "
+            "higher is better.",
+            "*: a change (secondary rows: Holm over the rows shown, tested "
+            "only behind a primary change); ~: not a change by rule (below "
+            f"{cmp.floor:g} counts, within +-1, below {cmp.min_effect:g}%); "
+            "(der): restates another row, not tested."]
     if hidden:
         out.append(f"{hidden} interrupt rows with every mean below "
                    f"{cmp.floor:g} not shown (--all shows them).")
@@ -225,6 +187,12 @@ def _num(x: float) -> float | None:
     return None if x is None or math.isnan(x) else x
 
 
+ENV_JSON = ("kernel_release", "cmdline", "idle", "cpu_count", "cpu_model",
+            "virtualization", "accel", "qemu_version", "cpuidle_driver",
+            "clocksource", "suite_version", "suite_commit", "kernel_config",
+            "kernel_commit")
+
+
 def to_json(cmp: Comparison) -> dict[str, Any]:
     labels = [s.label for s in cmp.sets]
     doc: dict[str, Any] = {
@@ -234,20 +202,21 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         "params": cmp.params,
         "baseline": labels[0],
         "candidates": labels[1:],
-        "test": cmp.test,
-        "test_name": stats.TESTS[cmp.test],
+        "test": "welch-per-boot",
+        "test_name": "Welch's t-test on per-boot summaries",
         "confidence": cmp.confidence,
         "floor": cmp.floor,
+        "min_effect_pct": cmp.min_effect,
         "sets": [{
             "label": s.label,
             "dir": str(s.dir),
             "runs": len(s.runs),
+            "boots": len(s.boots),
+            "series": s.series_ids,
             "files": [pathlib.Path(r["_path"]).name for r in s.runs],
-            "env": {k: sorted(s.env(k)) for k in (
-                "kernel_release", "cmdline", "idle", "cpu_count",
-                "cpu_model", "virtualization", "cpuidle_driver",
-                "clocksource", "suite_version")},
+            "env": {k: sorted(verdict.env_values(s, k)) for k in ENV_JSON},
         } for s in cmp.sets],
+        "verdict": {},
         "metrics": {},
         "stats": {label: {} for label in labels},
         "warnings": cmp.warnings,
@@ -256,18 +225,32 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         m = r.metric
         entry: dict[str, Any] = {
             "kind": m.kind, "stat": m.stat, "unit": m.unit, "shown": r.shown,
+            "role": "derived" if r.derived else m.role,
             "values": {}, "changes": {}}
-        for label, s, v, c in zip(labels, r.summaries, r.values, r.changes):
+        for label, s, bs, v, b, n, c in zip(labels, r.summaries,
+                                            r.boot_summaries, r.values,
+                                            r.boots, r.noise, r.changes):
             entry["values"][label] = {
                 "n": s.n, "mean": _num(s.mean), "amean": _num(s.amean),
                 "stddev": _num(s.stddev), "cv": _num(s.cv),
-                "min": _num(s.min), "max": _num(s.max), "samples": v}
+                "min": _num(s.min), "max": _num(s.max), "samples": v,
+                "boots": b, "boot_mean": _num(bs.amean),
+                "boot_cv": _num(bs.cv),
+                "within_boot_cv": _num(n.within_cv),
+                "between_boot_cv": _num(n.between_cv)}
             if c is not None:
+                e = c.estimate
                 entry["changes"][label] = {
-                    "pct": _num(c.pct), "p": _num(c.p),
-                    "significant": c.significant, "reported": c.reported}
+                    "pct": _num(e.pct), "ci_low": _num(e.lo),
+                    "ci_high": _num(e.hi), "p": _num(e.p),
+                    "p_adjusted": _num(c.p_adjusted),
+                    "significant": c.significant, "reported": c.reported,
+                    "why_not": c.why_not}
             doc["stats"][label][m.name] = _num(s.mean)
         doc["metrics"][m.name] = entry
+        if m.primary:
+            doc["verdict"][m.name] = {
+                label: entry["changes"][label] for label in labels[1:]}
     return doc
 
 
@@ -319,8 +302,8 @@ def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
             out: pathlib.Path | None = None) -> list[Comparison]:
     done = []
     for group in pair(sides):
-        cmp = build(group, test=args.test, confidence=args.confidence,
-                    floor=args.floor)
+        cmp = build(group, confidence=args.confidence, floor=args.floor,
+                    min_effect=args.min_effect, force=args.force)
         table = render(cmp, show_all=args.all)
         print(table)
         if not args.no_write:
@@ -330,15 +313,35 @@ def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
     return done
 
 
+def exit_status(done: list[Comparison], fail_above: float | None) -> int:
+    """EXIT_REGRESSION when --fail-above is given and a primary time got
+    significantly slower by more than it (for CI gates), else 0."""
+    if fail_above is None:
+        return 0
+    bad = [(c.storm, label) for c in done for label in c.regressed(fail_above)]
+    for storm, label in bad:
+        print(f"storm compare: {storm} on {label}: the primary time "
+              f"regressed by more than {fail_above:g}%", file=sys.stderr)
+    return EXIT_REGRESSION if bad else 0
+
+
 def add_stat_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--test", choices=sorted(stats.TESTS), default="welch",
-                   help="significance test: welch (Welch's t-test, the "
-                   "default) or mannwhitney (Mann-Whitney U)")
     p.add_argument("--confidence", type=float, default=0.95,
-                   help="confidence level for the * marker (default 0.95)")
+                   help="confidence level of the intervals, and 1 - the "
+                   "family-wise error rate of the markers (default 0.95)")
+    p.add_argument("--min-effect", type=float, default=verdict.MIN_EFFECT,
+                   metavar="PCT",
+                   help="changes smaller than this are never a change "
+                   f"(default {verdict.MIN_EFFECT:g}%%)")
     p.add_argument("--floor", type=float, default=FLOOR,
                    help="interrupt counts whose means are all below this "
                    f"are not changes (default {FLOOR:g})")
+    p.add_argument("--fail-above", type=float, metavar="PCT",
+                   help=f"exit {EXIT_REGRESSION} when a primary time "
+                   "regressed significantly by more than PCT percent")
+    p.add_argument("--force", action="store_true",
+                   help="compare sets whose environments differ in what "
+                   "moves the numbers (emulation mode, vCPUs)")
     p.add_argument("--all", action="store_true",
                    help="also show interrupt rows below the floor")
     p.add_argument("--no-plot", action="store_true", help="no PNG")
@@ -346,20 +349,38 @@ def add_stat_options(p: argparse.ArgumentParser) -> None:
                    help="print the table only; write no files")
 
 
+def check_stat_options(p: argparse.ArgumentParser,
+                       args: argparse.Namespace) -> None:
+    if not 0 < args.confidence < 1:
+        p.error("--confidence must be between 0 and 1")
+    if args.min_effect < 0:
+        p.error("--min-effect must not be negative")
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="storm compare",
-        description="Compare storm result sets: for every metric (runtime, "
-        "latency percentiles, throughput, /proc/interrupts rows in total and "
-        "per storm CPU) the mean per set (Amean for times and counts, Hmean "
-        "for rates), CV, change against the baseline, and a significance "
-        "marker. Writes the table, a JSON file (lkp-tests stat names) and a "
-        "PNG plot into the first candidate's series directory, or --out. "
-        "Refuses to compare different storms or parameters.",
-        epilog="examples: storm compare 6.1.0-56-amd64 "
-        "6.12.117+deb12-amd64;  storm compare results/A/ipistorm-x "
-        "results/B/ipistorm-x --test mannwhitney")
-    p.add_argument("baseline", help="label under results/, or a directory")
+        description="Compare storm result sets, boots as the unit of "
+        "replication. First the verdict lines: for the storm's primary "
+        "metrics (time and IPIs per call, flush or op) the change with its "
+        "95%% confidence interval and (p=..., boots x runs), or ~ when it "
+        "is not a change; then the within- and between-boot noise; then a "
+        "table of every metric (runtime, latency percentiles, throughput, "
+        "/proc/interrupts rows in total and per storm CPU): mean per set, "
+        "CV, change against the baseline, and * for a change that survives "
+        "the family-wise correction. Writes the table, a JSON file "
+        "(lkp-tests stat names) and a PNG plot into the first candidate's "
+        "series directory, or --out. Refuses different storms or "
+        "parameters, and environments that move the numbers (--force).",
+        epilog="A directory may hold several series (one per storm run, "
+        "matrix, ab or bisect invocation): the newest is read, LABEL@ID "
+        "picks one, --pool takes them all. Exit status: 0, 1 with "
+        "--fail-above when the primary time regressed, 2 on errors. "
+        "examples: storm compare 6.1.0-56-amd64 6.12.117+deb12-amd64;  "
+        "storm compare --fail-above 5 results/A/ipistorm-x "
+        "results/B/ipistorm-x")
+    p.add_argument("baseline", help="label under results/, or a directory "
+                   "(LABEL@SERIES picks a series)")
     p.add_argument("candidates", nargs="+", metavar="candidate",
                    help="labels or directories to compare with the baseline")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
@@ -367,15 +388,16 @@ def main(argv: list[str]) -> int:
                    "results/)")
     p.add_argument("--out", type=pathlib.Path,
                    help="write the table, JSON and PNG here")
+    p.add_argument("--pool", action="store_true",
+                   help="read every series of a directory, not the newest")
     add_stat_options(p)
     args = p.parse_args(argv)
-    if not 0 < args.confidence < 1:
-        p.error("--confidence must be between 0 and 1")
+    check_stat_options(p, args)
     try:
-        sides = [runs.resolve(s, args.results)
+        sides = [runs.resolve(s, args.results, pool=args.pool)
                  for s in [args.baseline] + args.candidates]
-        compare(sides, args, args.out)
+        done = compare(sides, args, args.out)
     except (runs.RunError, CompareError) as e:
         print(f"storm compare: {e}", file=sys.stderr)
         return 2
-    return 0
+    return exit_status(done, args.fail_above)

@@ -1,24 +1,24 @@
 """storm matrix: one storm on several kernels and boot arguments, compared.
 
-Every (kernel, --append) combination boots its own guest with `storm vm`
-and runs `storm run` in it with a label naming the kernel and the
-arguments; then the runs this matrix made are compared, the first
-combination being the baseline (compare.py).
+Every (kernel, --append) combination is a side; each side gets --boots
+guests (storm vm), interleaved A1 B1 A2 B2 ... and run two at a time so
+that each concurrent pair holds one boot of each side. Every boot runs
+`storm run` with warm-up and --runs runs, under a label naming the kernel
+and the arguments and one series id per side; then the sides are compared
+(compare.py), the first combination being the baseline, boots as the unit.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import pathlib
 import re
-import subprocess
 import sys
 import time
 
-from . import REPO, compare, kernels, runs
-
-RUN_FILE = re.compile(r"^(/\S+/run-[^/\s]+\.json)\s*$")
+from . import compare, guest, kernels, runs
 
 
 def label_for(release: str, append: str) -> str:
@@ -29,61 +29,142 @@ def label_for(release: str, append: str) -> str:
     return f"{release}_" + re.sub(r"[^A-Za-z0-9._,+=-]", "_", args)
 
 
-def guest_command(args: argparse.Namespace, kernel: str, append: str,
-                  label: str) -> list[str]:
-    cmd = [str(REPO / "scripts" / "storm"), "vm", "--kernel", kernel,
-           "--cpus", str(args.cpus), "--memory", args.memory,
-           "--timeout", str(args.timeout)]
-    if append:
-        cmd += ["--append", append]
-    cmd += ["--", "scripts/storm", "run", "--runs", str(args.runs),
-            "--warmup", str(args.warmup), "--label", label]
-    if args.trace:
-        cmd.append("--trace")
-    if args.bpftrace:
-        cmd.append("--bpftrace")
-    return cmd + [args.storm] + args.params
+def unique_labels(labels: list[str]) -> list[str]:
+    """The same kernel twice (an A/A comparison): 6.1.0-56-amd64.a, .b."""
+    seen: dict[str, int] = {}
+    out = []
+    for lb in labels:
+        if labels.count(lb) > 1:
+            seen[lb] = seen.get(lb, 0) + 1
+            lb = f"{lb}.{chr(ord('a') + seen[lb] - 1)}"
+        out.append(lb)
+    return out
 
 
 def add_guest_options(p: argparse.ArgumentParser, per: str) -> None:
-    """How many runs, in what guest: shared by matrix, ab and bisect."""
+    """How many boots and runs, in what guest: shared by matrix, ab and
+    bisect."""
+    p.add_argument("--boots", type=int, default=3,
+                   help=f"guests booted per {per}, the unit of replication "
+                   "(default 3)")
     p.add_argument("--runs", type=int, default=5,
-                   help=f"measured runs per {per} (default 5)")
+                   help="measured runs per boot (default 5)")
     p.add_argument("--warmup", type=int, default=1,
-                   help=f"warm-up runs per {per} (default 1)")
+                   help="warm-up runs per boot, thrown away (default 1)")
+    p.add_argument("--jobs", type=int, default=guest.default_jobs(),
+                   help="guests at a time (default 2 on a host with 2 "
+                   "cores or more: each TCG guest uses one)")
     p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
     p.add_argument("--timeout", type=float, default=900,
                    help="seconds per guest before it is killed "
                    "(default 900)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (boots, runs) and its estimated "
+                   "time; run nothing")
 
 
-def run_guest(cmd: list[str]) -> tuple[int, list[pathlib.Path]]:
-    """Run one guest, echoing its output; the run files it wrote."""
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, text=True,
-                            errors="replace")
-    assert proc.stdout is not None
-    files = []
-    for line in proc.stdout:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-        m = RUN_FILE.match(line.replace("\r", ""))
-        if m:
-            files.append(pathlib.Path(m.group(1)))
-    return proc.wait(), files
+def check_guest_options(p: argparse.ArgumentParser,
+                        args: argparse.Namespace) -> None:
+    if args.runs < 1 or args.warmup < 0:
+        p.error("--runs must be at least 1 and --warmup not negative")
+    if args.boots < 1 or args.jobs < 1:
+        p.error("--boots and --jobs must be at least 1")
+    for prm in args.params:
+        if "=" not in prm:
+            p.error(f"{prm}: parameters are NAME=VALUE")
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    kernel: str                 # as given: 6.1, a tree, ...
+    append: str
+    label: str
+
+
+# A boot's cost here, for --dry-run and progress: about 60 s to boot a
+# 4-vCPU guest under TCG plus what the runs take (not known in advance:
+# 10 s a run is typical of the default storms).
+BOOT_SECONDS, RUN_SECONDS = 60.0, 10.0
+
+
+def estimate(nboots: int, runs_per_boot: int, jobs: int) -> float:
+    per_boot = BOOT_SECONDS + RUN_SECONDS * runs_per_boot
+    return per_boot * -(-nboots // jobs)
+
+
+def measure(sides: list[Side], args: argparse.Namespace,
+            results: pathlib.Path) -> tuple[list[runs.Series], float]:
+    """Boot every side args.boots times, interleaved; the series made."""
+    series = guest.new_series_id()
+    for s in sides:
+        guest.build_modules(s.kernel)
+    plan = [[guest.Boot(guest.Guest(s.kernel, s.append, args.cpus,
+                                    args.memory, args.timeout, no_build=True),
+                        s.label, series, f"{s.label} boot {i + 1}/{args.boots}")
+             for i in range(args.boots)] for s in sides]
+    t0 = time.monotonic()
+    done = guest.run_boots(guest.interleave(plan), args.storm, args.params,
+                           runs=args.runs, warmup=args.warmup,
+                           results=results, jobs=args.jobs)
+    by_label: dict[str, list[pathlib.Path]] = {}
+    for d in done:
+        by_label.setdefault(d.boot.label, []).extend(d.files)
+    return [runs.load_files(by_label[s.label], s.label) for s in sides], \
+        time.monotonic() - t0
+
+
+def print_plan(what: str, nsides: int, args: argparse.Namespace,
+               build_seconds: float = 0.0) -> None:
+    nboots = nsides * args.boots
+    runs_per_boot = args.runs + args.warmup
+    secs = estimate(nboots, runs_per_boot, args.jobs) + build_seconds
+    print(f"{what}: {nsides} sides x {args.boots} boots = {nboots} boots "
+          f"({args.jobs} at a time), each {args.warmup} warm-up + "
+          f"{args.runs} runs of {args.storm} {' '.join(args.params)}; "
+          f"about {secs / 60:.0f} min"
+          + (f" with {build_seconds / 60:.0f} min of builds"
+             if build_seconds else ""))
+
+
+def measure_and_compare(sides: list[Side], args: argparse.Namespace,
+                        who: str) -> int:
+    """What matrix and ab share: measure every side, compare, report."""
+    started = time.monotonic()
+    try:
+        sets, measured = measure(sides, args, runs.RESULTS)
+    except guest.GuestError as e:
+        print(f"{who}: {e}", file=sys.stderr)
+        return 1
+    status = 0
+    t0 = time.monotonic()
+    if len(sets) > 1:
+        try:
+            done = compare.compare([[s] for s in sets], args, args.out)
+            status = compare.exit_status(done, args.fail_above)
+        except (runs.RunError, compare.CompareError) as e:
+            print(f"{who}: {e}", file=sys.stderr)
+            status = 2
+    total = time.monotonic() - started
+    print(f"{who}: boots and runs {measured:.0f} s, compare "
+          f"{time.monotonic() - t0:.0f} s; total {total:.0f} s",
+          file=sys.stderr)
+    return status
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="storm matrix",
         description="Run STORM with the parameters on every combination of "
-        "--kernel and --append, each in its own guest (storm vm), with "
-        "results labelled <kernel release>[_<boot args>]; then compare the "
-        "runs made here, the first combination being the baseline.",
-        epilog="example: storm matrix --kernel 6.1 --kernel 6.12 --runs 5 "
-        "ipistorm numipi=500 single=1 wait=1 cpulist=0 offset=1 delay=50;  "
-        "storm matrix --append '' --append idle=poll ipistorm ...")
+        "--kernel and --append, each combination --boots times in its own "
+        "guests (storm vm; interleaved, two at a time), with results "
+        "labelled <kernel release>[_<boot args>]; then compare the runs "
+        "made here, the first combination being the baseline, boots as "
+        "the unit of replication.",
+        epilog="example: storm matrix --kernel 6.1 --kernel 6.12 --boots 3 "
+        "--runs 5 ipistorm numipi=2000 single=1 wait=1 cpulist=0 offset=1;  "
+        "storm matrix --append '' --append idle=poll ipistorm ...;  "
+        "A/A: storm matrix --kernel 6.1 --kernel 6.1 ipistorm ...")
     p.add_argument("--kernel", action="append", default=[],
                    help="a kernel for storm vm (6.1, 6.12, vmlinuz, tree); "
                    "repeat for more (default 6.1)")
@@ -91,10 +172,6 @@ def main(argv: list[str]) -> int:
                    help="boot arguments, '' for none; repeat for more "
                    "(default: none)")
     add_guest_options(p, "combination")
-    p.add_argument("--trace", action="store_true",
-                   help="also one trace-cmd run per combination")
-    p.add_argument("--bpftrace", action="store_true",
-                   help="also one bpftrace run per combination")
     p.add_argument("--out", type=pathlib.Path,
                    help="write the comparison here (default: the first "
                    "candidate's series directory)")
@@ -102,13 +179,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     args = p.parse_args(argv)
+    check_guest_options(p, args)
+    compare.check_stat_options(p, args)
     kernel_specs = args.kernel or ["6.1"]
     appends = args.append or [""]
-    if args.runs < 1 or args.warmup < 0:
-        p.error("--runs must be at least 1 and --warmup not negative")
-    for prm in args.params:
-        if "=" not in prm:
-            p.error(f"{prm}: parameters are NAME=VALUE")
 
     combos = []
     for spec, append in itertools.product(kernel_specs, appends):
@@ -118,40 +192,10 @@ def main(argv: list[str]) -> int:
             print(f"storm matrix: {e}", file=sys.stderr)
             return 2
         combos.append((spec, append, label_for(release, append)))
-    labels = [c[2] for c in combos]
-    if len(set(labels)) != len(labels):
-        p.error("two combinations give the same label: " + ", ".join(labels))
-
-    started = time.monotonic()
-    timings = []
-    sides = []
-    for spec, append, label in combos:
-        print(f"storm matrix: {label}: booting {spec}"
-              + (f" with {append!r}" if append else ""), file=sys.stderr)
-        t0 = time.monotonic()
-        rc, files = run_guest(guest_command(args, spec, append, label))
-        timings.append((label, time.monotonic() - t0))
-        if rc != 0:
-            print(f"storm matrix: {label}: the guest failed (exit {rc})",
-                  file=sys.stderr)
-            return rc
-        files = [f for f in files if f.is_file()]
-        if not files:
-            print(f"storm matrix: {label}: no run files came back",
-                  file=sys.stderr)
-            return 1
-        sides.append([runs.load_files(files, label)])
-
-    t0 = time.monotonic()
-    status = 0
-    if len(sides) > 1:
-        try:
-            compare.compare(sides, args, args.out)
-        except (runs.RunError, compare.CompareError) as e:
-            print(f"storm matrix: {e}", file=sys.stderr)
-            status = 2
-    total = time.monotonic() - started
-    print("storm matrix: " + ", ".join(f"{lb} {t:.0f} s" for lb, t in timings)
-          + f", compare {time.monotonic() - t0:.0f} s; total {total:.0f} s",
-          file=sys.stderr)
-    return status
+    labels = unique_labels([c[2] for c in combos])
+    sides = [Side(spec, append, label)
+             for (spec, append, _), label in zip(combos, labels)]
+    if args.dry_run:
+        print_plan("storm matrix", len(sides), args)
+        return 0
+    return measure_and_compare(sides, args, "storm matrix")

@@ -1,5 +1,17 @@
 """The numbers compared between kernels, named the way lkp-tests names them.
 
+Each storm declares two primary metrics, the ones its verdict lines state
+(PRIMARY): the time per operation (what the storm costs) and the IPIs per
+operation (from the module's own irq_stat deltas over the storm window):
+
+  ipistorm.time_per_call_ns, ipistorm.ipis_per_call     per smp_call_*
+  tlbstorm.time_per_flush_ns, tlbstorm.ipis_per_flush   per shootdown
+  slabstorm.time_per_op_ns, slabstorm.ipis_per_op       per cache/round/free
+
+Every other row is secondary. Rows that restate another row (runtime of a
+fixed-count storm, throughput, /proc's IPI rows next to the module's own)
+are derived: shown, never tested.
+
 From one run file:
   <storm>.runtime_ns                        the storm's wall time (time)
   <storm>.latency.p50_ns ... p99.9_ns       per-call latency percentiles from
@@ -16,9 +28,10 @@ From one run file:
                                             module load and unload (count)
   <storm>.handled                           handler runs (ipistorm) (count)
 
-/proc/interrupts is read before insmod and after the result, so it also
-counts what loading and unloading the module cost; the module's irq.*
-fields cover exactly the storm.
+/proc/interrupts is read right before insmod and right after it returns
+(for a background storm, after the storm ended), so it also counts what
+loading the module and setting up the storm cost; the module's irq.*
+fields cover exactly the storm window.
 """
 
 from __future__ import annotations
@@ -33,16 +46,80 @@ IPI_ROWS = ("CAL", "TLB", "RES")
 MAX_PER_CPU = 16        # more storm CPUs than this: totals only
 
 
+PRIMARY = {
+    # storm: (time per operation, IPIs per operation, what an operation is)
+    "ipistorm": ("ipistorm.time_per_call_ns", "ipistorm.ipis_per_call",
+                 "call"),
+    "tlbstorm": ("tlbstorm.time_per_flush_ns", "tlbstorm.ipis_per_flush",
+                 "flush"),
+    "slabstorm": ("slabstorm.time_per_op_ns", "slabstorm.ipis_per_op", "op"),
+}
+SECONDARY, DERIVED = "secondary", "derived"
+
+
 @dataclasses.dataclass(frozen=True)
 class Metric:
     name: str
     kind: str           # "time" (lower is better), "rate" (higher), "count"
     unit: str           # "ns", "/s", ""
+    role: str = dataclasses.field(default=SECONDARY, compare=False)
 
     @property
     def stat(self) -> str:
         """mmtests: Hmean for rates, Amean for the rest."""
         return "Hmean" if self.kind == "rate" else "Amean"
+
+    @property
+    def primary(self) -> bool:
+        return self.role == "primary"
+
+    @property
+    def derived(self) -> bool:
+        return self.role == DERIVED
+
+
+def ops_of(storm: str, res: dict[str, Any]) -> float | None:
+    """How many operations the storm made: calls, flushes, or the
+    caches/rounds/frees slabstorm reports."""
+    if storm == "ipistorm":
+        calls = [float(v) for k, v in res.items()
+                 if k.startswith("sender.") and k.endswith(".calls")]
+        return sum(calls) if calls else None
+    if storm == "tlbstorm":
+        v = res.get("flushes")
+    else:
+        v = next((res[k] for k in ("caches", "rounds", "frees")
+                  if k in res), None)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def ipis_of(storm: str, res: dict[str, Any]) -> float | None:
+    """Call-function interrupts over the storm window (the module's
+    irq.<cpu>.CAL, which on x86 also counts TLB shootdown IPIs);
+    slabstorm's run.ipis (CAL + RES + TLB of its whole run)."""
+    if storm == "slabstorm":
+        v = res.get("run.ipis")
+        return float(v) if isinstance(v, (int, float)) else None
+    cal = [float(v) for k, v in res.items()
+           if k.startswith("irq.") and k.endswith(".CAL")
+           and isinstance(v, (int, float))]
+    return sum(cal) if cal else None
+
+
+def primary_of_run(storm: str, res: dict[str, Any]) -> dict[Metric, float]:
+    if storm not in PRIMARY:
+        return {}
+    time_name, ipi_name, _ = PRIMARY[storm]
+    out: dict[Metric, float] = {}
+    ops = ops_of(storm, res)
+    runtime = res.get("runtime_ns")
+    if not ops or not isinstance(runtime, (int, float)):
+        return out
+    out[Metric(time_name, "time", "ns", "primary")] = float(runtime) / ops
+    ipis = ipis_of(storm, res)
+    if ipis is not None:
+        out[Metric(ipi_name, "count", "", "primary")] = ipis / ops
+    return out
 
 
 def _as_str_result(res: dict[str, Any]) -> dict[str, str]:
@@ -88,9 +165,10 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
     """Every metric of one run file."""
     storm = run["storm"]
     res = run["result"]
-    out: dict[Metric, float] = {}
+    out: dict[Metric, float] = primary_of_run(storm, res)
+    derived = SECONDARY if not out else DERIVED
     if "runtime_ns" in res:
-        out[Metric(f"{storm}.runtime_ns", "time", "ns")] = \
+        out[Metric(f"{storm}.runtime_ns", "time", "ns", derived)] = \
             float(res["runtime_ns"])
     hist = result.histogram(_as_str_result(res), "latency")
     if hist is not None and hist.count:
@@ -99,7 +177,7 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
                 hist.percentile(p)
     rate = _rate(res)
     if rate:
-        out[Metric(f"{storm}.{rate[0]}", "rate", "/s")] = rate[1]
+        out[Metric(f"{storm}.{rate[0]}", "rate", "/s", DERIVED)] = rate[1]
 
     cpus_of_storm = storm_cpus(res)
     module_irq: dict[str, dict[int, float]] = {}
@@ -123,18 +201,22 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
         out[Metric(f"{storm}.handled", "count", "")] = sum(handled)
 
     irq = run["interrupts"]
+    # the module's own rows cover the storm window exactly; /proc's rows
+    # of the same vectors restate them (plus load and unload)
+    proc_role = DERIVED if module_irq else SECONDARY
     cpus: list[int] = irq["cpus"]
     per_cpu = [c for c in cpus_of_storm if c in cpus]
     if len(per_cpu) > MAX_PER_CPU:
         per_cpu = []
     for name, row in irq["rows"].items():
         desc = row.get("description", "")
-        out[Metric(lkp_row_name(name, desc), "count", "")] = \
+        role = proc_role if name in module_irq else SECONDARY
+        out[Metric(lkp_row_name(name, desc), "count", "", role)] = \
             float(row["total"])
         if name in IPI_ROWS and len(row["delta"]) == len(cpus):
             for cpu in per_cpu:
-                out[Metric(lkp_row_name(name, desc, cpu), "count", "")] = \
-                    float(row["delta"][cpus.index(cpu)])
+                out[Metric(lkp_row_name(name, desc, cpu), "count", "",
+                           role)] = float(row["delta"][cpus.index(cpu)])
     return out
 
 

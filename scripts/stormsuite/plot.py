@@ -12,7 +12,7 @@ import pathlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .compare import Comparison, Row
+    from .verdict import Comparison, Row
 
 MAX_COUNT_METRICS = 8
 

@@ -5,6 +5,15 @@ Layout: results/<label>/<storm>-<params>/run-<UTC time>-<n>.json. A
 label); a *label* holds any number of series. Runs made under --trace or
 --bpftrace are kept apart: tracing perturbs the times, so statistics use
 the untraced runs only.
+
+Every `storm run` invocation stamps its runs with a series id (run.series;
+matrix, ab and bisect give all boots of one side the same id), and every
+run records the guest's boot (env.boot_id). A directory can hold several
+series: one is read unless asked to pool them (select_series), so earlier
+runs never join a comparison by accident. Inside a series the runs are
+grouped by boot (Series.boots): the boot is the unit the statistics
+compare. Run files from before series ids count as one series, "legacy",
+whose boots are told apart by run.index starting again at 1.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-from typing import Any
+from typing import Any, Iterable
 
 from . import REPO
 
@@ -46,6 +55,56 @@ def is_traced(run: dict[str, Any]) -> bool:
     return bool(run.get("run", {}).get("traced"))
 
 
+LEGACY_SERIES = "legacy"
+
+
+def series_id(run: dict[str, Any]) -> str:
+    return str(run.get("run", {}).get("series") or LEGACY_SERIES)
+
+
+def group_boots(docs: Iterable[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Runs grouped by the boot they ran in, in order of first run."""
+    boots: dict[str, list[dict[str, Any]]] = {}
+    legacy = 0
+    last_index = None
+    for doc in docs:
+        key = doc["env"].get("boot_id")
+        if not key:
+            # before boot ids: one storm run invocation per boot, its
+            # run.index counting 1, 2, ... (files sorted by time)
+            index = doc.get("run", {}).get("index")
+            if last_index is None or not isinstance(index, int) \
+                    or index <= last_index:
+                legacy += 1
+            last_index = index if isinstance(index, int) else None
+            key = f"{series_id(doc)}-boot{legacy}"
+        boots.setdefault(str(key), []).append(doc)
+    return list(boots.values())
+
+
+def select_series(docs: list[dict[str, Any]], want: str | None = None,
+                  pool: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
+    """The runs of one series: the newest unless want names one (a prefix
+    of its id) or pool takes them all. Returns (runs, ids left out)."""
+    ids: dict[str, str] = {}            # id -> its newest start time
+    for doc in docs:
+        sid = series_id(doc)
+        started = str(doc.get("run", {}).get("started", ""))
+        ids[sid] = max(ids.get(sid, ""), started)
+    if pool or len(ids) <= 1:
+        return docs, []
+    if want is not None:
+        chosen = [i for i in ids if i.startswith(want)]
+        if len(chosen) != 1:
+            raise RunError(f"series {want!r}: {'no' if not chosen else 'more than one'} "
+                           f"match among {', '.join(sorted(ids))}")
+        pick = chosen[0]
+    else:
+        pick = max(ids, key=lambda i: (ids[i], i))
+    return [d for d in docs if series_id(d) == pick], \
+        sorted(i for i in ids if i != pick)
+
+
 def params_text(params: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(params.items())) \
         or "(defaults)"
@@ -60,6 +119,25 @@ class Series:
     params: dict[str, str]
     runs: list[dict[str, Any]]          # untraced, oldest first
     traced: list[dict[str, Any]]
+    left_out: list[str] = dataclasses.field(default_factory=list)
+                                        # series ids in dir not read
+
+    @property
+    def boots(self) -> list[list[dict[str, Any]]]:
+        return group_boots(self.runs)
+
+    @property
+    def series_ids(self) -> list[str]:
+        return sorted({series_id(r) for r in self.runs})
+
+    @property
+    def size(self) -> str:
+        """'3 boots x 5 runs' (or '15 runs in 3 boots' when uneven)."""
+        per = {len(b) for b in self.boots}
+        nb = len(self.boots)
+        if len(per) == 1:
+            return f"{nb} boot{'s' if nb != 1 else ''} x {per.pop()} runs"
+        return f"{len(self.runs)} runs in {nb} boots"
 
     @property
     def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -79,7 +157,8 @@ def run_files(d: pathlib.Path) -> list[pathlib.Path]:
 
 
 def series_from_runs(label: str, d: pathlib.Path,
-                     docs: list[dict[str, Any]]) -> Series:
+                     docs: list[dict[str, Any]], left_out: list[str] | None = None
+                     ) -> Series:
     if not docs:
         raise RunError(f"{d}: no run files")
     first = docs[0]
@@ -93,14 +172,17 @@ def series_from_runs(label: str, d: pathlib.Path,
     return Series(label=label, dir=d, storm=first["storm"],
                   params=dict(first["params"]),
                   runs=[r for r in docs if not is_traced(r)],
-                  traced=[r for r in docs if is_traced(r)])
+                  traced=[r for r in docs if is_traced(r)],
+                  left_out=left_out or [])
 
 
-def load_series(d: pathlib.Path, label: str | None = None) -> Series:
+def load_series(d: pathlib.Path, label: str | None = None,
+                series: str | None = None, pool: bool = False) -> Series:
     docs = [load_run(f) for f in run_files(d)]
     if label is None:
         label = str(docs[0].get("label")) if docs else d.parent.name
-    return series_from_runs(label, d, docs)
+    docs, left_out = select_series(docs, series, pool)
+    return series_from_runs(label, d, docs, left_out)
 
 
 def load_files(files: list[pathlib.Path], label: str | None = None) -> Series:
@@ -112,8 +194,12 @@ def load_files(files: list[pathlib.Path], label: str | None = None) -> Series:
                             pathlib.Path(files[0]).parent, docs)
 
 
-def resolve(spec: str, results: pathlib.Path = RESULTS) -> list[Series]:
-    """A label under results/, a label directory, or a series directory."""
+def resolve(spec: str, results: pathlib.Path = RESULTS,
+            series: str | None = None, pool: bool = False) -> list[Series]:
+    """A label under results/, a label directory, or a series directory;
+    'LABEL@ID' picks series ID there (see select_series)."""
+    if "@" in spec and not pathlib.Path(spec).is_dir():
+        spec, series = spec.rsplit("@", 1)
     path = pathlib.Path(spec)
     if not path.is_dir():
         path = results / spec
@@ -123,8 +209,9 @@ def resolve(spec: str, results: pathlib.Path = RESULTS) -> list[Series]:
         raise RunError(f"{spec}: no such label in {results} or directory "
                        f"(labels: {', '.join(have) or 'none'})")
     if run_files(path):
-        return [load_series(path)]
+        return [load_series(path, series=series, pool=pool)]
     dirs = sorted(p for p in path.iterdir() if p.is_dir() and run_files(p))
     if not dirs:
         raise RunError(f"{spec}: no run files in {path} or its directories")
-    return [load_series(d, label=path.name) for d in dirs]
+    return [load_series(d, label=path.name, series=series, pool=pool)
+            for d in dirs]

@@ -1,5 +1,6 @@
 """Statistics for comparing result sets: means, spread, change, significance.
 
+Two layers. The descriptive one (amean, hmean, cv, summarize) follows
 mmtests conventions: the arithmetic mean (Amean) for times and counts, the
 harmonic mean (Hmean) for rates, the coefficient of variation (CV, sample
 standard deviation over the mean), and the change in percent against the
@@ -7,6 +8,16 @@ baseline. Significance is a two-sided test at a given confidence level:
 Welch's t-test (unequal variances; the default) or the Mann-Whitney U test
 (no normality assumption; needs a handful of runs per side to ever reach
 95%).
+
+The inferential one (boot_change, holm, noise) treats the boot as the unit
+of replication: runs inside one boot share that boot's memory placement,
+host load and timer alignment, so they are not independent samples of "this
+kernel". Each boot is first reduced to one number (boot_summary: the median
+of its runs for times, the mean for counts), and the test compares those
+per-boot numbers between the sides: Welch's t-test, on the logarithm for
+times (emulation drift is multiplicative), with its confidence interval for
+the change. holm() corrects a family of such tests; noise() splits the
+spread into its within-boot and between-boot parts.
 """
 
 from __future__ import annotations
@@ -16,6 +27,8 @@ import math
 import statistics
 import warnings
 from typing import Sequence
+
+import numpy as np
 
 TESTS = {
     "welch": "Welch's t-test",
@@ -119,3 +132,132 @@ def change(base: Sequence[float], new: Sequence[float], *,
     p = p_value(base, new, test)
     significant = reported and not math.isnan(p) and p < 1 - confidence
     return Change(pct=pct, p=p, significant=significant, reported=reported)
+
+
+# ---------------------------------------------------------------------
+# Boots as the unit of replication
+
+def boot_summary(runs: Sequence[float], robust: bool) -> float:
+    """One number per boot: the median of its runs (robust: one emulator
+    hiccup in a run does not move it) or their mean (counts)."""
+    if not runs:
+        return math.nan
+    return statistics.median(runs) if robust else statistics.fmean(runs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """A change between two sides, boots as the unit."""
+    pct: float              # point estimate, percent of the baseline
+    lo: float               # confidence interval of pct (nan: untestable)
+    hi: float
+    p: float                # two-sided p-value (nan: untestable)
+    n_base: int             # boots per side behind it
+    n_new: int
+
+    @property
+    def testable(self) -> bool:
+        return not math.isnan(self.p)
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.testable and (self.lo > 0 or self.hi < 0)
+
+
+def _ttest(x: np.ndarray, y: np.ndarray, confidence: float
+           ) -> tuple[float, float, float, float]:
+    """Welch: (mean(y) - mean(x), its CI low and high, two-sided p)."""
+    from scipy import stats as sst   # imported late: the CLI starts faster
+    diff = float(y.mean() - x.mean())
+    if x.var() == 0 and y.var() == 0:
+        # both sides constant over boots (deterministic counts)
+        return diff, diff, diff, 1.0 if diff == 0 else 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = sst.ttest_ind(y, x, equal_var=False)
+        ci = res.confidence_interval(confidence_level=confidence)
+    return diff, float(ci.low), float(ci.high), float(res.pvalue)
+
+
+def boot_change(base: Sequence[float], new: Sequence[float], *,
+                log: bool, confidence: float = 0.95) -> Estimate:
+    """The change from base to new, given one summary per boot on each
+    side. log: test and bound the ratio new/base on the log scale (times,
+    always positive); otherwise the difference, in percent of the
+    baseline's mean (counts, which may be 0). Fewer than two boots on a
+    side: the point estimate only."""
+    x = np.asarray(base, dtype=float)
+    y = np.asarray(new, dtype=float)
+    nb, nn = len(x), len(y)
+    nan = math.nan
+    if nb == 0 or nn == 0:
+        return Estimate(nan, nan, nan, nan, nb, nn)
+    if log:
+        if (x <= 0).any() or (y <= 0).any():
+            return boot_change(base, new, log=False, confidence=confidence)
+        x, y = np.log(x), np.log(y)
+
+        def to_pct(d: float) -> float:
+            return 100 * math.expm1(d)
+    else:
+        ref = abs(float(x.mean()))
+
+        def to_pct(d: float) -> float:
+            return 100 * d / ref if ref else nan
+    point = to_pct(float(y.mean() - x.mean()))
+    if nb < 2 or nn < 2:
+        return Estimate(point, nan, nan, nan, nb, nn)
+    d, lo, hi, p = _ttest(x, y, confidence)
+    return Estimate(to_pct(d), to_pct(lo), to_pct(hi), p, nb, nn)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (nan stays nan): the family-wise
+    error rate stays at most alpha whatever the rows' dependence, which
+    matters here, where latency percentiles and interrupt rows move
+    together."""
+    p = np.asarray(pvalues, dtype=float)
+    ok = ~np.isnan(p)
+    out = np.full(len(p), np.nan)
+    m = int(ok.sum())
+    if m == 0:
+        return out.tolist()
+    idx = np.flatnonzero(ok)
+    order = idx[np.argsort(p[idx], kind="stable")]
+    scaled = (m - np.arange(m)) * p[order]
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return out.tolist()
+
+
+@dataclasses.dataclass(frozen=True)
+class Noise:
+    within_cv: float        # percent: spread of runs inside a boot
+    between_cv: float       # percent: spread of boots beyond that
+    boots: int
+    runs: int
+
+
+def noise(boots: Sequence[Sequence[float]]) -> Noise:
+    """Within-boot and between-boot CV (one-way random-effects variance
+    components on the log scale, where a standard deviation is a CV).
+    between_cv is what a boot adds on top of its runs' own spread: the
+    noise that only more boots, not more runs, average away."""
+    groups = [np.log(np.asarray(b, dtype=float)) for b in boots if len(b)]
+    nan = math.nan
+    runs = sum(len(g) for g in groups)
+    if not groups or any((g == -np.inf).any() or np.isnan(g).any()
+                         for g in groups):
+        return Noise(nan, nan, len(groups), runs)
+    dof = sum(len(g) - 1 for g in groups)
+    within = sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / dof \
+        if dof else nan
+    between = nan
+    if len(groups) > 1:
+        means = np.array([g.mean() for g in groups])
+        mean_n = runs / len(groups)
+        between = float(means.var(ddof=1)) - (within / mean_n
+                                              if dof else 0.0)
+        between = max(between, 0.0)
+    return Noise(100 * math.sqrt(within) if dof else nan,
+                 100 * math.sqrt(between) if len(groups) > 1 else nan,
+                 len(groups), runs)

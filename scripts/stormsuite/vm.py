@@ -9,6 +9,9 @@ directory the guest writes, so nothing depends on QEMU's own exit code.
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
+import json
 import os
 import pathlib
 import shlex
@@ -102,13 +105,60 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
     return cmd
 
 
+HOST_LOADAVG = "host-loadavg"  # the host's /proc/loadavg, for the guest
+
+
+@functools.lru_cache(maxsize=1)
+def qemu_version() -> str:
+    try:
+        out = subprocess.run(["qemu-system-x86_64", "--version"],
+                             capture_output=True, text=True, timeout=30)
+        first = out.stdout.splitlines()[0] if out.stdout else ""
+    except (OSError, subprocess.SubprocessError):
+        first = ""
+    return first.removeprefix("QEMU emulator version ").strip() or "unknown"
+
+
+def kernel_identity(kernel: kernels.Kernel) -> tuple[str, str]:
+    """(sha256 of the kernel's .config, the git revision it was built
+    from, or 'unknown' for either)."""
+    if kernel.tree is not None:
+        config = kernel.tree / ".config"
+    else:
+        config = kernel.image.parent / f"config-{kernel.release}"
+    digest = "unknown"
+    if config.is_file():
+        digest = "sha256:" + hashlib.sha256(config.read_bytes()).hexdigest()
+    commit = "unknown"
+    stamp = kernel.tree / ".storm-built" if kernel.tree else None
+    if stamp is not None and stamp.is_file():
+        try:
+            commit = json.loads(stamp.read_text()).get("revision") or commit
+        except ValueError:
+            pass
+    return digest, commit
+
+
+def accel_text(accel: str) -> str:
+    """What run files record as env.accel: the emulation mode."""
+    return f"tcg,{TCG_ACCEL.split(',', 1)[1]}" if accel == "tcg" else accel
+
+
 def write_state(state: pathlib.Path, args: argparse.Namespace,
                 kernel: kernels.Kernel) -> None:
+    config, commit = kernel_identity(kernel)
     env = {
         "STORM_ACCEL": args.accel,
+        "STORM_VM_ACCEL": accel_text(args.accel),
+        "STORM_VM_QEMU_VERSION": qemu_version(),
         "STORM_VM_KERNEL": kernel.release,
+        "STORM_VM_KERNEL_CONFIG": config,
+        "STORM_VM_KERNEL_COMMIT": commit,
         "STORM_VM_APPEND": args.append or "",
         "STORM_VM_CPUS": str(args.cpus),
+        "STORM_VM_CONCURRENT": args.concurrent_with or "",
+        "STORM_VM_NAME": args.name or "",
+        "STORM_HOST_LOADAVG": str(state / HOST_LOADAVG),
     }
     (state / "env").write_text("".join(
         f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
@@ -125,7 +175,8 @@ def _interrupted(signum, frame):
 
 
 def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
-              verbose: bool) -> int | None:
+              verbose: bool, loadavg: pathlib.Path | None = None
+              ) -> int | None:
     """Run vng; its exit status, or None when it was killed at the
     timeout. vng runs in a session of its own (the terminal's Ctrl-C must
     not reach QEMU half-way), so a signal to us kills the whole guest here
@@ -144,7 +195,12 @@ def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
             assert proc.stdout is not None
             deadline = time.monotonic() + timeout
             os.set_blocking(proc.stdout.fileno(), False)
+            next_load = 0.0
             while True:
+                if loadavg is not None and time.monotonic() >= next_load:
+                    # the guest reads it at each run's start and end
+                    write_loadavg(loadavg)
+                    next_load = time.monotonic() + 2
                 done = proc.poll() is not None
                 chunk = proc.stdout.read()
                 if chunk:
@@ -165,6 +221,15 @@ def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+
+
+def write_loadavg(path: pathlib.Path) -> None:
+    try:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(pathlib.Path("/proc/loadavg").read_text())
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def kill_guest(proc: subprocess.Popen) -> None:
@@ -229,6 +294,11 @@ def main(argv: list[str]) -> int:
                    help="another host directory the guest may write")
     p.add_argument("--no-build", action="store_true",
                    help="do not (re)build the modules for the guest kernel")
+    p.add_argument("--name", help="recorded in run files: this guest's name "
+                   "(storm matrix, ab and bisect name their boots)")
+    p.add_argument("--concurrent-with", metavar="NAME",
+                   help="recorded in run files: the guest that runs at "
+                   "the same time (storm matrix, ab and bisect set it)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="show the guest's console as it boots and runs")
     p.add_argument("command", nargs=argparse.REMAINDER,
@@ -266,7 +336,7 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     try:
         vng_status = run_guest(cmd, args.timeout, state / "vng.log",
-                               args.verbose)
+                               args.verbose, state / HOST_LOADAVG)
     except Interrupted as e:
         print(f"storm vm: {e}: guest killed; its files are in {state}",
               file=sys.stderr)

@@ -1,0 +1,209 @@
+"""The guest step, as one Python API: boot a kernel, run a storm, get the
+run files it wrote.
+
+matrix, ab and bisect measure through run_storm() and run_boots(): no argv
+rebuilt for another driver, no run file found by scraping a console. Each
+boot is `storm vm ... -- storm run --series ID`; the run files are then
+found by their series id and boot, and there must be exactly as many as
+were asked for.
+
+Under single-threaded TCG a guest keeps one host core busy, so boots run
+two at a time (jobs=2) on a 2-core host; callers order the boots so that
+each concurrent pair holds one boot of each side (drift and host load hit
+both alike), and every run file records the guest it shared the host with
+(env.concurrent_with).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from typing import Sequence
+
+from . import REPO
+
+STORM = REPO / "scripts" / "storm"
+_print_lock = threading.Lock()
+
+
+class GuestError(Exception):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Guest:
+    """What to boot, and how."""
+    kernel: str                 # 6.1, 6.12, a vmlinuz, a built tree
+    append: str = ""
+    cpus: int = 4
+    memory: str = "2G"
+    timeout: float = 900
+    no_build: bool = False      # the storms are built already (build_modules)
+
+
+@dataclasses.dataclass(frozen=True)
+class Boot:
+    """One boot to make: a guest, the storm, where its runs go."""
+    guest: Guest
+    label: str                  # results/<label>/...
+    series: str                 # the side's series id
+    name: str                   # for progress lines: "<label> boot 2/3"
+
+
+@dataclasses.dataclass
+class BootResult:
+    boot: Boot
+    files: list[pathlib.Path]
+    seconds: float
+    concurrent_with: str
+
+
+def new_series_id() -> str:
+    stamp = datetime.datetime.now(datetime.timezone.utc) \
+        .strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def _echo(prefix: str, line: str) -> None:
+    with _print_lock:
+        sys.stdout.write(f"{prefix}{line}" if prefix else line)
+        sys.stdout.flush()
+
+
+def vm_command(guest: Guest, command: Sequence[str], name: str = "",
+               concurrent_with: str = "") -> list[str]:
+    cmd = [str(STORM), "vm", "--kernel", guest.kernel,
+           "--cpus", str(guest.cpus), "--memory", guest.memory,
+           "--timeout", str(guest.timeout)]
+    if guest.append:
+        cmd += ["--append", guest.append]
+    if guest.no_build:
+        cmd.append("--no-build")
+    if name:
+        cmd += ["--name", name]
+    if concurrent_with:
+        cmd += ["--concurrent-with", concurrent_with]
+    return cmd + ["--", *command]
+
+
+def run_command(cmd: list[str], prefix: str = "") -> int:
+    """Run a storm vm command, echoing its output (prefixed when guests
+    run side by side); its exit status."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace")
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        _echo(prefix, line)
+    return proc.wait()
+
+
+def find_runs(results: pathlib.Path, label: str, storm: str,
+              series: str, name: str) -> dict[str, list[pathlib.Path]]:
+    """boot id -> the run files of this series that the guest called
+    name wrote under results/<label>."""
+    out: dict[str, list[pathlib.Path]] = {}
+    for f in sorted((results / label).glob(f"{storm}-*/run-*.json")):
+        try:
+            doc = json.loads(f.read_text(errors="replace"))
+        except (OSError, ValueError):
+            continue
+        run = doc.get("run", {})
+        if run.get("series") == series and not run.get("traced") \
+                and doc.get("env", {}).get("guest_name") == name:
+            out.setdefault(str(doc.get("env", {}).get("boot_id")),
+                           []).append(f)
+    return out
+
+
+def run_storm(boot: Boot, storm: str, params: Sequence[str], *, runs: int,
+              warmup: int, results: pathlib.Path, concurrent_with: str = "",
+              extra: Sequence[str] = (), prefix: str = "") -> BootResult:
+    """One boot: the storm runs+warmup times; the run files it wrote."""
+    before = find_runs(results, boot.label, storm, boot.series, boot.name)
+    cmd = vm_command(boot.guest, [
+        "scripts/storm", "run", "--runs", str(runs), "--warmup", str(warmup),
+        "--results", str(results), "--label", boot.label,
+        "--series", boot.series, *extra, storm, *params], boot.name,
+        concurrent_with)
+    t0 = time.monotonic()
+    rc = run_command(cmd, prefix)
+    seconds = time.monotonic() - t0
+    after = find_runs(results, boot.label, storm, boot.series, boot.name)
+    new = [f for key, fs in after.items() if key not in before for f in fs]
+    if rc != 0:
+        raise GuestError(f"{boot.name}: the guest failed (storm vm exit "
+                         f"{rc}); {len(new)} run files came back")
+    if len(new) != runs:
+        raise GuestError(f"{boot.name}: {len(new)} run files came back, "
+                         f"{runs} were asked for")
+    return BootResult(boot, sorted(new), seconds, concurrent_with)
+
+
+def run_boots(boots: Sequence[Boot], storm: str, params: Sequence[str], *,
+              runs: int, warmup: int, results: pathlib.Path, jobs: int = 2,
+              extra: Sequence[str] = ()) -> list[BootResult]:
+    """Every boot, jobs at a time in the order given (consecutive boots
+    share the host), with progress and an estimate of the time left."""
+    jobs = max(1, jobs)
+    done: list[BootResult] = []
+    started = time.monotonic()
+    for at in range(0, len(boots), jobs):
+        batch = list(boots[at:at + jobs])
+        names = [b.name for b in batch]
+        with concurrent.futures.ThreadPoolExecutor(len(batch)) as pool:
+            futs = []
+            for k, b in enumerate(batch):
+                other = ", ".join(n for n in names if n != b.name)
+                prefix = f"[{b.name}] " if len(batch) > 1 else ""
+                futs.append(pool.submit(
+                    run_storm, b, storm, params, runs=runs, warmup=warmup,
+                    results=results, concurrent_with=other, extra=extra,
+                    prefix=prefix))
+            errors = []
+            for f in futs:
+                try:
+                    done.append(f.result())
+                except GuestError as e:
+                    errors.append(str(e))
+            if errors:
+                raise GuestError("; ".join(errors))
+        elapsed = time.monotonic() - started
+        left = len(boots) - len(done)
+        eta = elapsed / len(done) * left if done else 0
+        _echo("", f"storm: {len(done)}/{len(boots)} boots done in "
+              f"{elapsed:.0f} s; about {eta:.0f} s left\n")
+    return done
+
+
+def build_modules(kernel: str) -> None:
+    """Build the storms for a kernel before its guests boot: two guests
+    booting side by side must not run make in the same tree at once, and
+    a bisect builds them while the source tree is at that commit."""
+    from . import kernels, vm
+    try:
+        vm.build_modules(kernels.resolve(kernel), quiet=True)
+    except (kernels.KernelNotFound, SystemExit) as e:
+        raise GuestError(f"{kernel}: {e}") from e
+
+
+def default_jobs() -> int:
+    """Two guests at a time where there are two host cores or more."""
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
+
+
+def interleave(sides: Sequence[Sequence[Boot]]) -> list[Boot]:
+    """A1 B1 A2 B2 ...: each concurrent pair holds one boot of each side."""
+    out: list[Boot] = []
+    for i in range(max(len(s) for s in sides)):
+        out += [s[i] for s in sides if i < len(s)]
+    return out

@@ -1,0 +1,258 @@
+"""storm simulate: the verdicts' error rates, measured on simulated noise.
+
+The noise model is this suite's default path as measured here: every run's
+time per call is lognormal with a per-run CV (default 10%), and every boot
+shifts all of its runs together by a lognormal drift (default 6%): memory
+placement, host load and timer alignment of that boot. Counts follow the
+storm: one CAL per call on the target (deterministic under TCG), timer
+ticks (LOC) in proportion to the runtime, a few stray reschedule IPIs.
+
+The run documents made here are real storm-run documents (runs.load_run's
+schema) and go through the real verdict.build, so what is measured is the
+code users run:
+
+  aa      the fraction of A/A comparisons (same kernel, separate boots)
+          that mark anything: a primary change or any * row
+  power   the fraction of comparisons that call a true change of X%
+  bisect  the fraction of bisects (classify.decide over a linear history,
+          as git bisect walks it) that name the right commit
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from . import classify, runs, verdict
+
+CALLS = 2000
+TICK_HZ = 250
+CPUS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Noise:
+    run_cv: float = 0.10        # per-run lognormal sigma
+    boot_cv: float = 0.06       # per-boot lognormal drift sigma
+    base_ns: float = 40000.0    # time per call
+
+
+def run_doc(rng: np.random.Generator, per_call_ns: float, label: str,
+            boot: str, series: str, index: int) -> dict[str, Any]:
+    runtime = per_call_ns * CALLS
+    loc = rng.poisson(runtime / 1e9 * TICK_HZ * CPUS)
+    res_ipis = rng.poisson(3)
+    stray = rng.poisson(0.5)
+    result = {
+        "storm": "ipistorm", "status": "done", "runtime_ns": int(runtime),
+        "param.cpulist": "0", "param.targets": "1",
+        "sender.0.calls": CALLS, "sender.0.target": 1,
+        "handled.1": CALLS, "irq.0.CAL": int(stray),
+        "irq.1.CAL": CALLS, "irq.0.RES": int(res_ipis), "irq.1.RES": 0,
+    }
+    rows = {
+        "CAL": {"description": "Function call interrupts",
+                "total": CALLS + int(stray) + 40,
+                "delta": [int(stray) + 20, CALLS + 20, 0, 0]},
+        "LOC": {"description": "Local timer interrupts", "total": int(loc),
+                "delta": [int(loc) // 4] * 4},
+        "RES": {"description": "Rescheduling interrupts",
+                "total": int(res_ipis) + 12, "delta": [3, 3, 3, 3]},
+    }
+    return {"schema": runs.SCHEMA, "kind": "storm-run", "storm": "ipistorm",
+            "label": label, "params": {"numipi": str(CALLS)},
+            "result": result, "interrupts": {"cpus": list(range(CPUS)),
+                                             "rows": rows},
+            "env": {"boot_id": boot, "virtualization": "tcg",
+                    "accel": "tcg,thread=single", "cpu_count": CPUS},
+            "run": {"series": series, "index": index, "traced": False},
+            "_path": f"/sim/{label}/{boot}-{index}.json"}
+
+
+def boot_runs(rng: np.random.Generator, noise: Noise, level: float,
+              nruns: int, label: str, boot: str) -> list[dict[str, Any]]:
+    drift = rng.normal(0, noise.boot_cv)
+    return [run_doc(rng, noise.base_ns * level
+                    * math.exp(drift + rng.normal(0, noise.run_cv)),
+                    label, boot, "sim", i + 1) for i in range(nruns)]
+
+
+def side(rng: np.random.Generator, noise: Noise, level: float, boots: int,
+         nruns: int, label: str) -> runs.Series:
+    docs = []
+    for b in range(boots):
+        docs += boot_runs(rng, noise, level, nruns, label, f"{label}-b{b}")
+    return runs.series_from_runs(label, runs.RESULTS / label, docs)
+
+
+def any_marked(cmp: verdict.Comparison) -> bool:
+    return any(c is not None and c.significant
+               for r in cmp.rows for c in r.changes)
+
+
+def primary_time_called(cmp: verdict.Comparison) -> bool:
+    r = next(r for r in cmp.primary if r.metric.kind == "time")
+    c = r.changes[1]
+    return c is not None and c.significant
+
+
+def comparisons(rng: np.random.Generator, noise: Noise, change: float,
+                trials: int, boots: int, nruns: int) -> tuple[float, float]:
+    """(fraction with anything marked, fraction with the primary time
+    called a change) over trials comparisons of a change (0: A/A)."""
+    marked = called = 0
+    for _ in range(trials):
+        a = side(rng, noise, 1.0, boots, nruns, "A")
+        b = side(rng, noise, 1.0 + change, boots, nruns, "B")
+        cmp = verdict.build([a, b])
+        marked += any_marked(cmp)
+        called += primary_time_called(cmp)
+    return marked / trials, called / trials
+
+
+# ---------------------------------------------------------------- bisect
+
+@dataclasses.dataclass(frozen=True)
+class BisectPlan:
+    """The bisect driver's defaults (bisect.py)."""
+    boots: int = 3              # endpoints' first boots
+    first: int = 2              # a commit's first boots (two at a time)
+    more: int = 2               # then this many at a time
+    cap: int = 16               # a commit's boots before the odds decide
+    endpoint_cap: int = 20      # endpoint boots before refusing
+    runs: int = 10
+
+
+def boot_medians(rng: np.random.Generator, noise: Noise, level: float,
+                 n: int, nruns: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        drift = rng.normal(0, noise.boot_cv)
+        vals = noise.base_ns * level * np.exp(
+            drift + rng.normal(0, noise.run_cv, nruns))
+        out.append(float(np.median(vals)))
+    return out
+
+
+def bisect_once(rng: np.random.Generator, noise: Noise, effect: float,
+                ncommits: int, culprit: int, plan: BisectPlan
+                ) -> tuple[int | None, int]:
+    """One simulated bisect of commits 1..ncommits (0 is good, ncommits
+    bad; commit k is bad when k >= culprit): (the commit named or None,
+    boots used)."""
+    def level(k: int) -> float:
+        return 1.0 + effect if k >= culprit else 1.0
+
+    def measure(k: int, n: int) -> list[float]:
+        nonlocal used
+        used += n
+        return boot_medians(rng, noise, level(k), n, plan.runs)
+
+    used = 0
+    good = measure(0, plan.boots)
+    bad = measure(ncommits, plan.boots)
+    while not classify.endpoints_clear(good, bad, log=True):
+        if len(good) >= plan.endpoint_cap:
+            break
+        good += measure(0, 1)
+        bad += measure(ncommits, 1)
+    if not classify.endpoints_differ(good, bad, log=True)[0]:
+        return None, used
+    levels = classify.Levels([np.log(good)], [np.log(bad)])
+    lo, hi = 0, ncommits            # lo good, hi bad
+    skipped: set[int] = set()
+    while hi - lo > 1:
+        candidates = [k for k in range(lo + 1, hi) if k not in skipped]
+        if not candidates:
+            return None, used       # only skipped commits left
+        mid = min(candidates, key=lambda k: abs(k - (lo + hi) / 2))
+        v, boots = classify.decide(
+            lambda n, k=mid: measure(k, n), levels, log=True,
+            first=plan.first, cap=plan.cap,
+            more=plan.more)
+        classify.learn(levels, v, boots)
+        if v.decision == classify.GOOD:
+            lo = mid
+        elif v.decision == classify.BAD:
+            hi = mid
+        else:
+            skipped.add(mid)
+    return hi, used
+
+
+def bisect_accuracy(rng: np.random.Generator, noise: Noise, effect: float,
+                    trials: int, ncommits: int, plan: BisectPlan
+                    ) -> tuple[float, float]:
+    """(fraction right, mean boots per bisect), the culprit drawn
+    uniformly from 1..ncommits."""
+    right = 0
+    boots = 0
+    for _ in range(trials):
+        culprit = int(rng.integers(1, ncommits + 1))
+        named, used = bisect_once(rng, noise, effect, ncommits, culprit, plan)
+        right += named == culprit
+        boots += used
+    return right / trials, boots / trials
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm simulate",
+        description="Measure the verdicts' error rates on simulated noise "
+        "(lognormal per-run noise, lognormal per-boot drift) through the "
+        "real compare and bisect code: the A/A false-alarm rate, the power "
+        "to call 10%% and 20%% changes, and bisect accuracy.")
+    p.add_argument("--trials", type=int, default=1000,
+                   help="comparisons or bisects per figure (default 1000)")
+    p.add_argument("--run-cv", type=float, default=10.0,
+                   help="per-run noise, CV in percent (default 10)")
+    p.add_argument("--boot-cv", type=float, default=6.0,
+                   help="per-boot drift, CV in percent (default 6)")
+    p.add_argument("--boots", type=int, default=3,
+                   help="boots per side (default 3)")
+    p.add_argument("--runs", type=int, default=5,
+                   help="runs per boot (default 5)")
+    p.add_argument("--bisect-runs", type=int, default=BisectPlan.runs,
+                   help="runs per boot in a bisect (default "
+                   f"{BisectPlan.runs}, storm bisect's)")
+    p.add_argument("--commits", type=int, default=5,
+                   help="commits between the bisect's endpoints (default 5)")
+    p.add_argument("--seed", type=int, default=1, help="random seed")
+    p.add_argument("--only", choices=("aa", "power", "bisect"),
+                   help="one figure only")
+    args = p.parse_args(argv)
+    if args.trials < 1 or args.boots < 1 or args.runs < 1:
+        p.error("--trials, --boots and --runs must be positive")
+    rng = np.random.default_rng(args.seed)
+    noise = Noise(args.run_cv / 100, args.boot_cv / 100)
+    print(f"noise: per-run CV {args.run_cv:g}%, per-boot drift "
+          f"{args.boot_cv:g}%; {args.boots} boots x {args.runs} runs a side; "
+          f"{args.trials} trials, seed {args.seed}")
+    t0 = time.monotonic()
+    if args.only in (None, "aa"):
+        marked, called = comparisons(rng, noise, 0.0, args.trials,
+                                     args.boots, args.runs)
+        print(f"A/A: {100 * marked:.1f}% marked anything, "
+              f"{100 * called:.1f}% called the primary time a change")
+    if args.only in (None, "power"):
+        for change in (0.05, 0.10, 0.20):
+            _, called = comparisons(rng, noise, change, args.trials,
+                                    args.boots, args.runs)
+            print(f"power: a {100 * change:g}% change called in "
+                  f"{100 * called:.1f}%")
+    if args.only in (None, "bisect"):
+        plan = BisectPlan(boots=args.boots, runs=args.bisect_runs)
+        for effect in (0.10, 0.20):
+            right, boots = bisect_accuracy(rng, noise, effect, args.trials,
+                                           args.commits, plan)
+            print(f"bisect: a {100 * effect:g}% regression in "
+                  f"{args.commits} commits named right in {100 * right:.1f}%"
+                  f", {boots:.1f} boots per bisect")
+    print(f"({time.monotonic() - t0:.0f} s)", file=sys.stderr)
+    return 0
