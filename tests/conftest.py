@@ -157,7 +157,11 @@ def pytest_collection_finish(session):
     """Start the guests the selected tests need (after -m/-k filtering),
     two at a time, while the unit tests run."""
     kernels = set()
+    aa = False
     for item in session.items:
+        if item.fspath.basename == "test_verdicts_guest.py":
+            aa = True
+            continue
         if not item.fspath.basename.endswith("_guest.py"):
             continue
         params = getattr(getattr(item, "callspec", None), "params", {})
@@ -165,7 +169,49 @@ def pytest_collection_finish(session):
         kernels |= named or set(KERNELS)
     for key in planned_boots(kernels):
         start_boot(*key)
+    if aa:
+        start_aa()
 
 
 def pytest_sessionfinish(session):
     _pool.shutdown(wait=False, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------
+# The A/A comparison in real guests (tests/test_verdicts_guest.py): one
+# storm matrix of the same kernel against itself. It runs in the boot
+# pool like any boot, its own guests one at a time (--jobs 1), so that
+# no more than two guests share the host.
+
+AA_KERNEL = "6.1"
+AA_ARGS = ["--boots", "2", "--runs", "5", "--jobs", "1", "--no-plot",
+           "ipistorm", "numipi=2000", "single=1", "wait=1", "cpulist=0",
+           "offset=1"]
+
+
+@dataclasses.dataclass
+class MatrixRun:
+    out: pathlib.Path
+    rc: int
+    stdout: str
+    stderr: str
+
+
+def _aa_now() -> MatrixRun:
+    out = REPO / "build" / "test" / "aa"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    cmd = [str(REPO / "scripts" / "storm"), "matrix", "--kernel", AA_KERNEL,
+           "--kernel", AA_KERNEL, "--results", str(out / "results"),
+           "--out", str(out), *AA_ARGS]
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
+                          capture_output=True, timeout=4 * GUEST_TIMEOUT)
+    (out / "matrix.log").write_text(proc.stdout + proc.stderr)
+    return MatrixRun(out, proc.returncode, proc.stdout, proc.stderr)
+
+
+def start_aa() -> concurrent.futures.Future:
+    key = ("aa", AA_KERNEL, "", 0)
+    if key not in _runs:
+        _runs[key] = _pool.submit(_aa_now)
+    return _runs[key]

@@ -5,91 +5,108 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 
 import pytest
 
 from stormsuite import bisect, classify
 
+import numpy as np
+
 GOOD = [10.0, 10.4, 9.8, 10.1, 10.3]
 BAD = [20.0, 19.5, 20.6, 20.2, 19.9]
 
 
+def levels(good=GOOD, bad=BAD) -> classify.Levels:
+    return classify.Levels([np.log(good)], [np.log(bad)])
+
+
+def verdict(boots, **kw) -> classify.Verdict:
+    return classify.classify(np.log(boots), levels(), **kw)
+
+
 def test_clear_good():
-    v = classify.classify([10.2, 9.9, 10.0, 10.5, 10.1], GOOD, BAD)
-    assert v.decision == classify.GOOD
-    assert v.p_bad < 0.05 <= v.p_good
+    v = verdict([10.2, 9.9, 10.0, 10.5])
+    assert v.decision == classify.GOOD and v.odds > classify.ODDS
+    assert abs(v.position) < 0.1
 
 
 def test_clear_bad():
-    v = classify.classify([19.8, 20.3, 20.1, 20.4, 19.7], GOOD, BAD)
-    assert v.decision == classify.BAD
-    assert v.p_good < 0.05 <= v.p_bad
+    v = verdict([19.8, 20.3, 20.1])
+    assert v.decision == classify.BAD and v.odds < 1 / classify.ODDS
+    assert abs(v.position - 1) < 0.1
 
 
-def test_half_way_is_ambiguous():
-    v = classify.classify([15.0, 15.2, 14.9, 15.1, 15.3], GOOD, BAD)
+def test_half_way_is_ambiguous_until_the_cap():
+    half = float(np.exp((np.log(10.1) + np.log(20.0)) / 2))
+    boots = [half * 0.99, half * 1.01]
+    assert verdict(boots).decision == classify.AMBIGUOUS
+    # at the cap the odds as they stand decide; exactly half way they
+    # are even, and the commit is still ambiguous (a skip)
+    assert 0.4 < verdict(boots).position < 0.6
+
+
+def test_one_boot_is_not_enough_for_a_near_call():
+    # one boot a little nearer bad: not 99:1 yet
+    v = verdict([15.5])
     assert v.decision == classify.AMBIGUOUS
-
-
-def test_like_neither_takes_the_side_it_is_near():
-    """Under TCG a guest booted later can drift: the samples differ from
-    both endpoints, yet lie clearly on one side."""
-    near_bad = [18.0, 18.2, 17.9, 18.1, 18.3]       # 80% of the way
-    v = classify.classify(near_bad, GOOD, BAD)
-    assert v.p_good < 0.05 and v.p_bad < 0.05
+    v = verdict([15.5], final=True)
     assert v.decision == classify.BAD
-    assert classify.classify([23.0, 23.4, 22.8, 23.1, 23.2],
-                             GOOD, BAD).decision == classify.BAD
-    near_good = [11.6, 11.8, 11.7, 11.9, 11.5]      # 17% of the way
-    assert classify.classify(near_good, GOOD, BAD).decision == classify.GOOD
-    assert classify.classify([13.5, 13.6, 13.4, 13.7, 13.3],
-                             GOOD, BAD).decision == classify.AMBIGUOUS
 
 
-def test_the_e2e_culprit_is_bad():
-    """The samples of tests/e2e/bisect-linux-6.1 on 2026-11-22 (ms): the
-    planted commit was skipped as ambiguous after 15 runs, because the bad
-    endpoint had read 12% slower. 87% of the way from good to bad is bad."""
-    good = [19.4, 87.2, 34.3, 26.2, 27.4]
-    bad = [144.3, 144.4, 137.3, 183.2, 141.0]
-    culprit = [143.4, 134.8, 125.2, 119.8, 120.4, 133.5, 130.4, 123.2,
-               122.5, 139.9, 125.2, 125.9, 122.4, 124.4, 132.1]
-    v = classify.classify(culprit, good, bad)
-    assert v.p_bad < 0.05 and v.decision == classify.BAD
-    assert classify.position(culprit, good, bad) > 0.8
+def test_decide_boots_until_clear():
+    asked = []
+
+    def measure(n):
+        asked.append(n)
+        return [19.9] * n if len(asked) > 1 else [14.0, 14.3]
+    v, boots = classify.decide(measure, levels(), log=True, first=2, more=2,
+                               cap=8)
+    assert v.decision == classify.BAD
+    assert asked[0] == 2 and len(asked) >= 2 and len(boots) == sum(asked)
 
 
-def test_noise_like_both_is_ambiguous():
-    wide = [5.0, 25.0, 12.0, 18.0, 15.0]
-    assert classify.classify(wide, GOOD, BAD).decision == classify.AMBIGUOUS
+def test_decide_stops_at_the_cap():
+    half = float(np.exp((np.log(10.1) + np.log(20.0)) / 2))
+    asked = []
+
+    def measure(n):
+        asked.append(n)
+        return [half * (1 + 0.05 * (-1) ** len(asked))] * n
+    v, boots = classify.decide(measure, levels(), log=True, first=2, more=3,
+                               cap=7)
+    assert len(boots) == 7 and asked == [2, 3, 2]
 
 
-def test_one_sample_is_ambiguous():
-    assert classify.classify([10.0], GOOD, BAD).decision == classify.AMBIGUOUS
-
-
-def test_constant_counts_are_decided():
-    """A deterministic count (CAL of a fixed storm) has no variance."""
-    good, bad = [500.0] * 5, [1000.0] * 5
-    assert classify.classify([500.0] * 5, good, bad).decision == classify.GOOD
-    assert classify.classify([1000.0] * 3, good, bad).decision == classify.BAD
+def test_learnt_levels_take_the_called_commits():
+    lv = levels()
+    v = classify.classify(np.log([10.0, 10.1]), lv)
+    classify.learn(lv, v, np.log([10.0, 10.1]))
+    assert len(lv.good) == 2 and len(lv.bad) == 1
+    assert lv.good_mean[1] == 7
 
 
 def test_endpoints_not_different():
-    differ, p = classify.endpoints_differ(GOOD, [10.2, 9.9, 10.0, 10.5, 10.1])
+    differ, p = classify.endpoints_differ(GOOD, [10.1, 10.2, 9.9, 10.3],
+                                          log=True)
     assert not differ and p > 0.05
-    differ, p = classify.endpoints_differ(GOOD, BAD)
-    assert differ and p < 0.05
+    differ, p = classify.endpoints_differ(GOOD, BAD, log=True)
+    assert differ and p < 0.001
+    assert classify.endpoints_clear(GOOD, BAD, log=True)
 
 
-def test_welch_test_works_too():
-    v = classify.classify([19.8, 20.3, 20.1, 20.4, 19.7], GOOD, BAD,
-                          test="welch")
-    assert v.decision == classify.BAD
+def test_counts_are_compared_as_they_are():
+    # a count that may be 0 cannot go on a log scale
+    with pytest.raises(ValueError):
+        classify.to_scale([0, 1], log=True)
+    differ, _ = classify.endpoints_differ([0, 1, 0, 1], [50, 52, 49, 51],
+                                          log=False)
+    assert differ
 
 
 @pytest.mark.parametrize("name,want", [
+    ("time", "ipistorm.time_per_call_ns"),
     ("runtime", "ipistorm.runtime_ns"),
     ("CAL", "interrupts.CAL:Function_call_interrupts"),
     ("irq.CAL", "ipistorm.irq.CAL"),
@@ -97,6 +114,7 @@ def test_welch_test_works_too():
 ])
 def test_metric_names(name, want):
     available = ["ipistorm.runtime_ns", "ipistorm.irq.CAL",
+                 "ipistorm.time_per_call_ns",
                  "interrupts.CAL:Function_call_interrupts",
                  "interrupts.CPU1.CAL:Function_call_interrupts",
                  "interrupts.RES:Rescheduling_interrupts"]
@@ -135,6 +153,7 @@ def run_bisect(repo: pathlib.Path, results: pathlib.Path, good: str,
     res = subprocess.run(
         [str(bisect.REPO / "scripts" / "storm"), "bisect", "--tree",
          str(repo), "--good", good, "--bad", bad, "--runs", "5",
+         "--boots", "3", "--max-boots", "6", "--jobs", "2",
          "--results", str(results), "--measurer", "bisect_fake:measure",
          *extra, "ipistorm", "numipi=100"],
         capture_output=True, text=True, stdin=subprocess.DEVNULL,
@@ -150,13 +169,18 @@ def bisect_dir(results: pathlib.Path) -> pathlib.Path:
 
 
 def test_bisect_names_the_first_bad_commit_and_skips(tmp_path):
-    # 3 ambiguous and 4 failing to build: both skipped; 6 is the culprit
-    values = ["10", "10", "10", "15", "broken", "10", "20", "20", "20"]
+    # 4 fails to build: skipped; 6 is the culprit
+    values = ["10", "10", "10", "10", "broken", "10", "20", "20", "20"]
     shas = make_repo(tmp_path / "tree", values)
     repo = tmp_path / "tree"
     rc, out, err = run_bisect(repo, tmp_path / "res", shas[0], shas[-1])
     assert rc == 0, err
     assert f"first bad commit: {shas[6]} commit 6: value 20" in out
+    # re-measured against its parent, and confirmed, with the interval
+    assert f"re-measured against its parent {shas[5][:12]}" in out
+    assert "confirmed" in out and "NOT confirmed" not in out
+    assert re.search(r": time \+9\d\.\d% \[\+\d+\.\d%, \+\d+\.\d%\] "
+                     r"\(p=[0-9.e-]+, 3\+3 boots x 5 runs\): confirmed", out)
     # the tree is back where it was, with no bisect in progress
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     assert git(repo, "rev-parse", "HEAD") == shas[-1]
@@ -166,19 +190,37 @@ def test_bisect_names_the_first_bad_commit_and_skips(tmp_path):
     endpoints = [s for s in steps if "endpoint" in s]
     tested = {s["commit"]: s for s in steps if "endpoint" not in s}
     assert [e["endpoint"] for e in endpoints] == ["good", "bad"]
+    # 3 + 3 boots were clear at once: no more endpoint boots
+    assert [len(e["boot_summaries"]) for e in endpoints] == [3, 3]
     assert tested[shas[6]]["decision"] == "bad"
     assert tested[shas[5]]["decision"] == "good"
-    skipped = [s for s in tested.values() if s["decision"] == "skip"]
-    for s in skipped:
-        assert s["commit"] in (shas[3], shas[4])
-        if s["commit"] == shas[3]:
-            assert "ambiguous" in s["why"] and len(s["samples"]) == 15
+    for s in tested.values():
+        if s["decision"] == "skip":
+            assert s["commit"] == shas[4] and "build failed" in s["why"]
         else:
-            assert "build failed" in s["why"]
+            # two boots at a time, clear after the first two
+            assert len(s["boots"]) == 2, s
     assert "first bad commit" in (d / "summary.txt").read_text()
     assert (d / "git-bisect.log").read_text().strip()
     state = json.loads((d / "state.json").read_text())
     assert state["good"] == shas[0] and state["bad"] == shas[-1]
+    # the called commits joined the levels
+    assert len(state["levels"]["good"]) + len(state["levels"]["bad"]) \
+        == 2 + len([s for s in tested.values() if s["decision"] != "skip"])
+
+
+def test_a_half_way_commit_is_called_by_its_odds_at_the_cap(tmp_path):
+    values = ["10", "10", "14.5", "20", "20"]
+    shas = make_repo(tmp_path / "tree", values)
+    rc, out, err = run_bisect(tmp_path / "tree", tmp_path / "res",
+                              shas[0], shas[-1])
+    d = bisect_dir(tmp_path / "res")
+    tested = {s["commit"]: s for s in bisect.steps(d) if "endpoint" not in s}
+    # 14.5 is a little above the log-scale midpoint (14.1): bad, after
+    # all 6 boots
+    assert tested[shas[2]]["decision"] == "bad"
+    assert len(tested[shas[2]]["boots"]) == 6
+    assert f"first bad commit: {shas[2]}" in out
 
 
 def test_bisect_through_an_unbuildable_midpoint(tmp_path):
@@ -223,24 +265,24 @@ def test_step_exit_codes(tmp_path):
     """What git bisect run sees from one step: 0, 1 and 125."""
     shas = make_repo(tmp_path / "tree", ["10", "20", "broken", "15"])
     state = {"dir": str(tmp_path), "tree": str(tmp_path / "tree"),
-             "measurer": "bisect_fake:measure", "runs": 5, "max_runs": 10,
-             "good_samples": [10 + 0.1 * i for i in range(5)],
-             "bad_samples": [20 + 0.1 * i for i in range(5)],
-             "test": "mannwhitney", "confidence": 0.95, "metric": "runtime"}
+             "measurer": "bisect_fake:measure", "runs": 5, "max_boots": 4,
+             "jobs": 2, "levels": {"good": [[10, 10.2, 9.8]],
+                                   "bad": [[20, 20.4, 19.6]]},
+             "confidence": 0.95, "metric": "runtime"}
     state_file = tmp_path / "state.json"
     state_file.write_text(json.dumps(state))
-    want = {shas[0]: 0, shas[1]: 1, shas[2]: 125, shas[3]: 125}
+    want = {shas[0]: 0, shas[1]: 1, shas[2]: 125}
     for sha, code in want.items():
         git(tmp_path / "tree", "checkout", "-q", sha)
         assert bisect.step(state_file) == code, sha
     decisions = [s["decision"] for s in bisect.steps(tmp_path)]
-    assert decisions == ["good", "bad", "skip", "skip"]
+    assert decisions == ["good", "bad", "skip"]
 
 
-def test_bisect_on_an_interrupt_row_prints_the_convicting_table(tmp_path):
-    """Real run files (6.12, default vs idle=poll) as the commits' runs:
+def test_bisect_on_an_interrupt_row_prints_the_parent_check(tmp_path):
+    """Real run files (6.12, default vs idle=poll) as the commits' boots:
     the metric is the target's CAL row, and the summary has compare's
-    table of the good endpoint against the first bad commit."""
+    table of the first bad commit against its parent."""
     default, poll = "6.12.117+deb12-amd64", "6.12.117+deb12-amd64_idle=poll"
     shas = make_repo(tmp_path / "tree", [default, default, poll, poll])
     rc, out, err = run_bisect(
@@ -249,13 +291,14 @@ def test_bisect_on_an_interrupt_row_prints_the_convicting_table(tmp_path):
         "--measurer", "bisect_fake:measure_captured")
     assert rc == 0, err
     assert f"first bad commit: {shas[2]}" in out
+    # the parent check: compare's table of parent against first bad
+    # (captured files have no boot ids: one boot a side, so no verdict)
     row = next(line for line in out.splitlines()
-               if line.startswith(
-                   "Amean interrupts.CPU1.CAL:Function_call_interrupts"))
-    assert row.rstrip().endswith("*"), row
+               if line.startswith("Amean ipistorm.ipis_per_call"))
+    assert "-99." in row, row
     d = bisect_dir(tmp_path / "res")
     assert list(d.glob("compare-*.png")) and list(d.glob("compare-*.json"))
-    assert out.count("Amean ipistorm.runtime_ns") == 1
+    assert out.count("ipistorm.runtime_ns") == 1
 
 
 def test_refuses_a_tree_already_bisecting(tmp_path):

@@ -197,9 +197,11 @@ def test_kernel_log_is_kept_on_the_host(tmp_path):
 def test_command_is_kept_out_of_the_kernel_command_line(tmp_path):
     """The command goes in a file: the kernel command line is short."""
     args = vm.argparse.Namespace(accel="tcg", append="", cpus=4,
+                                 concurrent_with="", name="",
                                  command=["echo", "a b", "$HOME"])
     k = kernels.Kernel(image=tmp_path, release="r", kdir=None)
     vm.write_state(tmp_path, args, k)
     cmd = (tmp_path / "cmd").read_text().splitlines()[-1]
     assert cmd == "echo 'a b' '$HOME'"
     assert "STORM_ACCEL=tcg" in (tmp_path / "env").read_text()
+    assert "STORM_VM_ACCEL=tcg,thread=single" in (tmp_path / "env").read_text()

@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import classify, compare, guest, kbuild, matrix, metrics, runs, stats
+from . import REPO, classify, compare, guest, kbuild, matrix, metrics, runs, stats
 from .kbuild import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
@@ -430,9 +430,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="config fragment for every build (repeatable)")
-    p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
-                   help="where the bisect's directory goes (default "
-                   "results/; it is results/bisect/<tree>-<time>/)")
     p.add_argument("--measurer", default=DEFAULT_MEASURER,
                    help=argparse.SUPPRESS)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")

@@ -80,10 +80,13 @@ def _echo(prefix: str, line: str) -> None:
 
 
 def vm_command(guest: Guest, command: Sequence[str], name: str = "",
-               concurrent_with: str = "") -> list[str]:
+               concurrent_with: str = "",
+               rwdirs: Sequence[pathlib.Path] = ()) -> list[str]:
     cmd = [str(STORM), "vm", "--kernel", guest.kernel,
            "--cpus", str(guest.cpus), "--memory", guest.memory,
            "--timeout", str(guest.timeout)]
+    for d in rwdirs:
+        cmd += ["--rwdir", str(d)]
     if guest.append:
         cmd += ["--append", guest.append]
     if guest.no_build:
@@ -129,12 +132,14 @@ def run_storm(boot: Boot, storm: str, params: Sequence[str], *, runs: int,
               warmup: int, results: pathlib.Path, concurrent_with: str = "",
               extra: Sequence[str] = (), prefix: str = "") -> BootResult:
     """One boot: the storm runs+warmup times; the run files it wrote."""
+    results.mkdir(parents=True, exist_ok=True)
     before = find_runs(results, boot.label, storm, boot.series, boot.name)
     cmd = vm_command(boot.guest, [
         "scripts/storm", "run", "--runs", str(runs), "--warmup", str(warmup),
         "--results", str(results), "--label", boot.label,
         "--series", boot.series, *extra, storm, *params], boot.name,
-        concurrent_with)
+        concurrent_with, [] if results.resolve() == (REPO / "results")
+        else [results])
     t0 = time.monotonic()
     rc = run_command(cmd, prefix)
     seconds = time.monotonic() - t0

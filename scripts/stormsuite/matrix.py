@@ -59,6 +59,9 @@ def add_guest_options(p: argparse.ArgumentParser, per: str) -> None:
     p.add_argument("--timeout", type=float, default=900,
                    help="seconds per guest before it is killed "
                    "(default 900)")
+    p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
+                   help="where the run files go (default: the "
+                   "repository's results/)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (boots, runs) and its estimated "
                    "time; run nothing")
@@ -132,7 +135,7 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
     """What matrix and ab share: measure every side, compare, report."""
     started = time.monotonic()
     try:
-        sets, measured = measure(sides, args, runs.RESULTS)
+        sets, measured = measure(sides, args, args.results.resolve())
     except guest.GuestError as e:
         print(f"{who}: {e}", file=sys.stderr)
         return 1

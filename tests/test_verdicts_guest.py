@@ -1,0 +1,73 @@
+"""The verdicts in real guests: an A/A comparison. The same stock 6.1
+kernel on both sides, two boots each, interleaved (storm matrix --kernel
+6.1 --kernel 6.1): nothing may be marked a change, and the primary metric
+must read ~. It also checks what every matrix run must hold: the run
+files it compared are the ones its boots wrote (series ids, boot ids,
+the guest that wrote them), and the environment is recorded.
+
+A single A/A run can only fail to show a false alarm; the rate of false
+alarms (at most 5% by construction, measured by tests/test_verdicts_sim.py)
+is a property of many runs. What this one catches is a pipeline that
+treats runs as independent samples, pools series, or mislabels sides:
+those mark the boot-to-boot drift as a change far more often than 5%.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import conftest
+
+pytestmark = pytest.mark.guest
+
+
+@pytest.fixture(scope="module")
+def aa() -> conftest.MatrixRun:
+    return conftest.start_aa().result()
+
+
+def test_aa_comparison_runs(aa):
+    # storm vm scanned each boot's dmesg: a splat fails the matrix
+    assert aa.rc == 0, aa.stdout[-3000:] + aa.stderr[-3000:]
+    assert "4/4 boots done" in aa.stdout
+
+
+def test_aa_marks_nothing(aa):
+    assert aa.rc == 0, aa.stderr[-3000:]
+    table = aa.stdout
+    lines = table.splitlines()
+    time_line = next(x for x in lines if x.startswith("time per call"))
+    assert "  ~  (p=" in time_line, time_line
+    assert "2+2 boots x 5 runs" in time_line
+    ipis_line = next(x for x in lines if x.startswith("IPIs per call"))
+    assert "  ~  (p=" in ipis_line, ipis_line
+    marked = [x for x in lines if x.rstrip().endswith(" *")]
+    assert not marked, "\n".join(marked)
+    doc = json.loads(next(aa.out.glob("compare-*.json")).read_text())
+    assert not any(c["significant"] for m in doc["metrics"].values()
+                   for c in m["changes"].values())
+
+
+def test_aa_sides_and_boots(aa):
+    assert aa.rc == 0, aa.stderr[-3000:]
+    doc = json.loads(next(aa.out.glob("compare-*.json")).read_text())
+    labels = [s["label"] for s in doc["sets"]]
+    assert labels[0].endswith(".a") and labels[1].endswith(".b")
+    assert [s["boots"] for s in doc["sets"]] == [2, 2]
+    assert [s["runs"] for s in doc["sets"]] == [10, 10]
+    # one series a side, four distinct boots in all
+    assert all(len(s["series"]) == 1 for s in doc["sets"])
+    boots = set()
+    for s in doc["sets"]:
+        for name in s["files"]:
+            f = next((aa.out / "results" / s["label"]).glob(f"*/{name}"))
+            run = json.loads(f.read_text())
+            boots.add(run["env"]["boot_id"])
+            assert run["env"]["guest_name"].startswith(s["label"])
+            assert run["env"]["accel"] == "tcg,thread=single"
+            assert run["run"]["series"] == s["series"][0]
+    assert len(boots) == 4
+    # the within-boot and between-boot noise is reported
+    assert "within," in aa.stdout and "between" in aa.stdout

@@ -1,0 +1,66 @@
+"""The verdicts' error rates, measured on simulated noise through the real
+compare and bisect code (stormsuite/simulate.py): lognormal per-run noise
+with a CV of 10%, lognormal per-boot drift of 6% (the figures measured on
+this suite's default path), the default design of each command.
+
+The figures are printed (pytest -s shows them) and recorded in
+docs/drivers.md by `storm simulate`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stormsuite import simulate, verdict
+
+NOISE = simulate.Noise(run_cv=0.10, boot_cv=0.06)
+
+
+def test_aa_false_alarms_at_most_5_percent():
+    rng = np.random.default_rng(20261123)
+    marked, called = simulate.comparisons(rng, NOISE, 0.0, trials=1000,
+                                          boots=3, nruns=5)
+    print(f"A/A, 1000 comparisons of 3+3 boots x 5 runs: {100 * marked:.1f}% "
+          f"marked anything, {100 * called:.1f}% called the primary time")
+    assert marked <= 0.05
+
+
+def test_runs_as_samples_would_fail_the_same_bound():
+    """The control: the same A/A data with every run taken for a boot of
+    its own (what the suite did before boots were the unit) marks far
+    more than 5%. The bound above can fail."""
+    rng = np.random.default_rng(7)
+    marked = 0
+    trials = 200
+    for _ in range(trials):
+        a = simulate.side(rng, NOISE, 1.0, 3, 5, "A")
+        b = simulate.side(rng, NOISE, 1.0, 3, 5, "B")
+        for s in (a, b):
+            for i, r in enumerate(s.runs):
+                r["env"]["boot_id"] = f"{s.label}-{i}"
+        marked += simulate.any_marked(verdict.build([a, b]))
+    assert marked / trials > 0.10
+
+
+@pytest.mark.parametrize("change", [0.10, 0.20])
+def test_power_is_measured(change):
+    rng = np.random.default_rng(int(change * 100))
+    _, called = simulate.comparisons(rng, NOISE, change, trials=300,
+                                     boots=3, nruns=5)
+    print(f"power, 3+3 boots x 5 runs: a {100 * change:g}% change called in "
+          f"{100 * called:.1f}%")
+    # not a requirement, a sanity floor: the design sees a 20% change
+    # more often than the 5% false alarms, and a larger one more often
+    assert called > (0.05 if change < 0.2 else 0.15)
+
+
+@pytest.mark.parametrize("effect,want", [(0.20, 0.95), (0.10, 0.90)])
+def test_bisect_names_the_right_commit(effect, want):
+    rng = np.random.default_rng(int(effect * 1000))
+    right, boots = simulate.bisect_accuracy(rng, NOISE, effect, trials=1000,
+                                            ncommits=5,
+                                            plan=simulate.BisectPlan())
+    print(f"bisect, 5 commits, {100 * effect:g}% regression: right in "
+          f"{100 * right:.1f}% of 1000, {boots:.1f} boots each")
+    assert right >= want
