@@ -107,9 +107,12 @@ def measure(sides: list[Side], args: argparse.Namespace,
                         s.label, series, f"{s.label} boot {i + 1}/{args.boots}")
              for i in range(args.boots)] for s in sides]
     t0 = time.monotonic()
+    extra = [flag for flag, on in (("--trace", getattr(args, "trace", False)),
+                                   ("--bpftrace", getattr(args, "bpftrace",
+                                                          False))) if on]
     done = guest.run_boots(guest.interleave(plan), args.storm, args.params,
                            runs=args.runs, warmup=args.warmup,
-                           results=results, jobs=args.jobs)
+                           results=results, jobs=args.jobs, extra=extra)
     by_label: dict[str, list[pathlib.Path]] = {}
     for d in done:
         by_label.setdefault(d.boot.label, []).extend(d.files)
@@ -175,6 +178,11 @@ def main(argv: list[str]) -> int:
                    help="boot arguments, '' for none; repeat for more "
                    "(default: none)")
     add_guest_options(p, "combination")
+    p.add_argument("--trace", action="store_true",
+                   help="also one trace-cmd run per boot (kept apart from "
+                   "the statistics)")
+    p.add_argument("--bpftrace", action="store_true",
+                   help="also one bpftrace run per boot")
     p.add_argument("--out", type=pathlib.Path,
                    help="write the comparison here (default: the first "
                    "candidate's series directory)")

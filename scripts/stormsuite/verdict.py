@@ -157,7 +157,7 @@ def env_mismatches(sets: list[runs.Series]) -> list[str]:
 def env_warnings(sets: list[runs.Series]) -> list[str]:
     out = []
     for s in sets:
-        for name in ("kernel_release", "cmdline"):
+        for name in ("kernel_release", "boot_args"):
             vals = env_values(s, name)
             if len(vals) > 1:
                 out.append(f"{s.label}: runs differ in {name}: "
