@@ -468,3 +468,11 @@ def test_matrix_aa_labels():
 
 def test_hmean_is_nan_safe_in_json():
     assert compare._num(math.nan) is None
+
+
+def test_outputs_are_never_overwritten(tmp_path):
+    cmp = compare.build([booted("base"), booted("poll")])
+    first = compare.write_outputs(cmp, "one\n", tmp_path, plot=False)
+    second = compare.write_outputs(cmp, "two\n", tmp_path, plot=False)
+    assert first[0].read_text() == "one\n" and second[0].read_text() == "two\n"
+    assert second[0].name.endswith(".1.txt")

@@ -208,7 +208,9 @@ def test_compare_6_1_with_6_12(tmp_path):
     assert "Amean ipistorm.time_per_call_ns" in table
     assert table.splitlines()[3].startswith("time per call")
     assert "Welch's t-test" in table
-    stem = "compare-ipistorm-cpulist_0-delay_50-numipi_500-offset_1-single_1-wait_1"
+    # named after the storm and the candidate's series: never overwritten
+    stem = ("compare-ipistorm-cpulist_0-delay_50-numipi_500-offset_1-"
+            f"single_1-wait_1-{new.runs('ipistorm')[0]['run']['series']}")
     doc = json.loads((tmp_path / f"{stem}.json").read_text())
     assert doc["baseline"] == labels[0] and doc["candidates"] == labels[1:]
     assert doc["stats"][labels[0]]["ipistorm.handled"] == 500

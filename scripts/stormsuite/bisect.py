@@ -3,7 +3,8 @@
     storm bisect --tree TREE --good REV --bad REV [--boots N] [--runs N]
                  [--metric M] STORM [PARAM=VALUE ...]
 
-Boots are the unit (stats.py); a boot's number is the median of its runs.
+Boots are the unit (stats.py); a boot's number is the trimmed mean of its
+runs (stats.boot_summary).
 
 1. Builds both endpoints (each in its own build directory) and boots them
    interleaved, two at a time (--boots each, then one more pair at a time)
@@ -50,7 +51,7 @@ EXIT_ABORT = 128            # git bisect run stops on this
 EXIT_UNCONFIRMED = 3        # named a commit, but its parent check failed
 DEFAULT_MEASURER = "stormsuite.bisect:measure"
 Request = tuple[str, int]               # (commit, boots)
-DEFAULT_RUNS = 10           # a boot's runs: its median is the boot's number
+DEFAULT_RUNS = 10           # a boot's runs, summarized to the boot's number
 MAX_BOOTS = 16              # a commit's boots before the odds decide
 ENDPOINT_MAX_BOOTS = 20     # each endpoint's boots before bisecting anyway
 Measured = tuple[list[list[float]], list[str]]  # per-boot samples, files
@@ -183,7 +184,7 @@ def load_measurer(spec: str) -> Callable[..., list[Measured]]:
 
 
 def summaries(boots: list[list[float]]) -> list[float]:
-    """One number per boot: the median of its runs."""
+    """One number per boot (stats.boot_summary)."""
     return [stats.boot_summary(b, robust=True) for b in boots]
 
 

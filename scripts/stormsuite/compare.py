@@ -275,14 +275,27 @@ def pair(sides: list[list[runs.Series]]) -> list[list[runs.Series]]:
 
 def write_outputs(cmp: Comparison, table: str, out: pathlib.Path | None,
                   plot: bool = True) -> list[pathlib.Path]:
+    """The table, JSON and PNG, next to the candidate's runs (or in out).
+    Named after the series compared; an existing comparison is never
+    overwritten (a numbered name is taken instead)."""
     base = cmp.sets[0].label
+    series = "+".join(i for i in cmp.sets[1].series_ids
+                      if i != runs.LEGACY_SERIES)
     if out is None:
         d = cmp.sets[1].dir
         stem = f"compare-vs-{base}"
     else:
         d = out
         stem = f"compare-{cmp.sets[1].dir.name}"
+    if series:
+        stem += f"-{series[:40]}"
     d.mkdir(parents=True, exist_ok=True)
+    n = 0
+    final = stem
+    while any((d / f"{final}.{ext}").exists() for ext in ("txt", "json")):
+        n += 1
+        final = f"{stem}.{n}"
+    stem = final
     written = []
     txt = d / f"{stem}.txt"
     txt.write_text(table)

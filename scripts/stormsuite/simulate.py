@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import classify, runs, verdict
+from . import classify, runs, stats, verdict
 
 CALLS = 2000
 TICK_HZ = 250
@@ -116,6 +116,23 @@ def comparisons(rng: np.random.Generator, noise: Noise, change: float,
     return marked / trials, called / trials
 
 
+DETECT_GRID = (0.02, 0.03, 0.05, 0.07, 0.10, 0.15, 0.20, 0.30, 0.50, 1.0)
+
+
+def smallest_detectable(rng: np.random.Generator, noise: Noise, boots: int,
+                        nruns: int, trials: int, power: float = 0.9
+                        ) -> tuple[float | None, list[tuple[float, float]]]:
+    """The smallest change on DETECT_GRID that the verdict calls in at
+    least `power` of the trials, and the power at each change tried."""
+    tried = []
+    for change in DETECT_GRID:
+        _, called = comparisons(rng, noise, change, trials, boots, nruns)
+        tried.append((change, called))
+        if called >= power:
+            return change, tried
+    return None, tried
+
+
 # ---------------------------------------------------------------- bisect
 
 @dataclasses.dataclass(frozen=True)
@@ -129,14 +146,15 @@ class BisectPlan:
     runs: int = 10
 
 
-def boot_medians(rng: np.random.Generator, noise: Noise, level: float,
-                 n: int, nruns: int) -> list[float]:
+def boot_summaries(rng: np.random.Generator, noise: Noise, level: float,
+                   n: int, nruns: int) -> list[float]:
+    """n boots' numbers, as bisect takes them (stats.boot_summary)."""
     out = []
     for _ in range(n):
         drift = rng.normal(0, noise.boot_cv)
         vals = noise.base_ns * level * np.exp(
             drift + rng.normal(0, noise.run_cv, nruns))
-        out.append(float(np.median(vals)))
+        out.append(stats.boot_summary(list(vals), robust=True))
     return out
 
 
@@ -152,7 +170,7 @@ def bisect_once(rng: np.random.Generator, noise: Noise, effect: float,
     def measure(k: int, n: int) -> list[float]:
         nonlocal used
         used += n
-        return boot_medians(rng, noise, level(k), n, plan.runs)
+        return boot_summaries(rng, noise, level(k), n, plan.runs)
 
     used = 0
     good = measure(0, plan.boots)
@@ -224,8 +242,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--commits", type=int, default=5,
                    help="commits between the bisect's endpoints (default 5)")
     p.add_argument("--seed", type=int, default=1, help="random seed")
-    p.add_argument("--only", choices=("aa", "power", "bisect"),
-                   help="one figure only")
+    p.add_argument("--only", choices=("aa", "power", "bisect", "detectable"),
+                   help="one figure only (detectable: the smallest change "
+                   "called 90%% of the time, not run by default)")
     args = p.parse_args(argv)
     if args.trials < 1 or args.boots < 1 or args.runs < 1:
         p.error("--trials, --boots and --runs must be positive")
@@ -246,6 +265,14 @@ def main(argv: list[str]) -> int:
                                     args.boots, args.runs)
             print(f"power: a {100 * change:g}% change called in "
                   f"{100 * called:.1f}%")
+    if args.only == "detectable":
+        found, tried = smallest_detectable(rng, noise, args.boots, args.runs,
+                                           args.trials)
+        print("power: " + ", ".join(f"{100 * c:g}% {100 * p:.0f}%"
+                                    for c, p in tried))
+        print("smallest change called 90% of the time: "
+              + (f"{100 * found:g}%" if found else
+                 f"more than {100 * DETECT_GRID[-1]:g}%"))
     if args.only in (None, "bisect"):
         plan = BisectPlan(boots=args.boots, runs=args.bisect_runs)
         for effect in (0.10, 0.20):

@@ -5,7 +5,9 @@ reduced to one number per metric, and the sides are compared on those.
 
 The verdict is carried by each storm's two primary metrics (metrics.py,
 PRIMARY): time per operation and IPIs per operation. They form the first
-family: Holm's correction over the two, at 1 - confidence. A primary
+family: Holm's correction over the two, at 1 - confidence (a row that
+is not a change by rule, e.g. below --min-effect, is left out of its
+family's correction). A primary
 metric is a change when its corrected p-value is below alpha, its
 confidence interval (95% by default, the uncorrected Welch interval of
 the ratio) holds no zero, and the change is at least --min-effect.
@@ -287,8 +289,11 @@ def _decide(rows: list[Row], i: int, alpha: float, confidence: float,
 
     def family(ks: list[int], level: float) -> int:
         """Holm over rows ks at level; marks them; how many changed."""
+        # a row that is not a change by rule (below the floor, within
+        # +-1, below the minimum effect) is not tested: it does not use
+        # up the family's alpha
         tested = [k for k in ks if pending[k][0].testable
-                  and not rows[k].derived]
+                  and not rows[k].derived and not pending[k][1]]
         adj = stats.holm([pending[k][0].p for k in tested])
         adjusted = dict(zip(tested, adj))
         changed = 0
