@@ -21,7 +21,7 @@ import pathlib
 import sys
 from typing import Any
 
-from . import metrics, runs, verdict
+from . import metrics, runs, stats, verdict
 
 SCHEMA = 2
 FLOOR = verdict.FLOOR
@@ -103,8 +103,8 @@ def verdict_lines(cmp: Comparison) -> list[str]:
             why = "" if c.significant else f"; {c.why_not}"
             out.append(
                 f"{title:<14} {fmt_primary_value(base.mean, r.metric)} "
-                f"± {_cv(base.cv)}  ->  "
-                f"{fmt_primary_value(cand.mean, r.metric)} ± {_cv(cand.cv)}"
+                f"± {_spread(base)}  ->  "
+                f"{fmt_primary_value(cand.mean, r.metric)} ± {_spread(cand)}"
                 f"   {change}  ({p}, {cmp.size(i)}{why})"
                 + (f"  [{cmp.sets[i].label}]" if len(cmp.sets) > 2 else ""))
     return out
@@ -112,6 +112,12 @@ def verdict_lines(cmp: Comparison) -> list[str]:
 
 def _cv(x: float) -> str:
     return "-" if math.isnan(x) else f"{x:.1f}%"
+
+
+def _spread(s: stats.Summary) -> str:
+    """The CV of the per-boot numbers; '-' for one boot (no spread to
+    see, which is not the same as none)."""
+    return _cv(s.cv) if s.n > 1 else "-"
 
 
 def noise_lines(cmp: Comparison) -> list[str]:
@@ -158,8 +164,8 @@ def render(cmp: Comparison, show_all: bool = False) -> str:
     hidden = len(cmp.rows) - len(rows)
     alpha = 1 - cmp.confidence
     out += ["",
-            "Verdict lines: mean of the per-boot summaries (median of a "
-            "boot's runs for times, mean for counts) ± their CV; the change "
+            "Verdict lines: mean of the per-boot numbers (a boot's runs' "
+            "20% trimmed mean for times, mean for counts) ± their CV; the change "
             f"with its {cmp.confidence:.0%} confidence interval (Welch's "
             "t-test on the per-boot summaries, log scale for times), or ~ "
             "when it is not a change: Holm-corrected p over the primary "

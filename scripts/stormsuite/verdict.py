@@ -36,7 +36,7 @@ MIN_EFFECT = 1.0             # percent: smaller changes are never marked
 # forced. Emulation mode (TCG threading) moves CAL by a third and times by
 # more; the vCPU count changes every broadcast.
 ENV_MUST_MATCH = ("virtualization", "accel", "cpu_count")
-ENV_SHOULD_MATCH = ("cpu_model", "qemu_version", "memory_kb")
+ENV_SHOULD_MATCH = ("cpu_model", "qemu_version")
 
 
 class CompareError(Exception):
