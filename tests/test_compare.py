@@ -476,3 +476,16 @@ def test_outputs_are_never_overwritten(tmp_path):
     second = compare.write_outputs(cmp, "two\n", tmp_path, plot=False)
     assert first[0].read_text() == "one\n" and second[0].read_text() == "two\n"
     assert second[0].name.endswith(".1.txt")
+
+
+def test_a_busy_host_is_reported(tmp_path):
+    d = copy_series("poll", tmp_path)
+    edit_runs(d, lambda doc: (doc["env"].update(host_cpus="2"),
+                              doc["run"].update(host_load_start="1.5",
+                                                host_load_end="5.9")))
+    cmp = compare.build([load("base"), runs.load_series(d)])
+    assert any("the host's load reached 5.9 on 2 cores" in w
+               for w in cmp.warnings)
+    edit_runs(d, lambda doc: doc["run"].update(host_load_end="3.1"))
+    cmp = compare.build([load("base"), runs.load_series(d)])
+    assert not any("host's load" in w for w in cmp.warnings)

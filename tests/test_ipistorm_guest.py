@@ -107,8 +107,62 @@ def test_async_calls_all_complete(guest, name):
         assert int(result.per_cpu(res, "handled")[int(s["target"])]) == 500
 
 
+def sampled(n: int, every: int) -> tuple[int, int]:
+    """How many of n calls the module times with latency=every: one at a
+    random place in each block of `every` calls (ipistorm_next_skip()),
+    so floor(n / every), plus one if the unfinished last block got there."""
+    return n // every, -(-n // every)
+
+
+def check_latency(res: dict[str, str]) -> int:
+    """The histograms of one result against the sampler's exact bounds;
+    returns the number of timed calls."""
+    every = int(res["param.latency"])
+    if every == 0:
+        assert not [k for k in res
+                    if k.startswith("latency.") or ".latency." in k]
+        return 0
+    assert int(res["latency.sampled_every"]) == every
+    total = 0
+    for cpu, s in result.senders(res).items():
+        n = int(s["calls"]) + int(s["errors"])
+        hist = result.histogram(res, f"sender.{cpu}.latency")
+        assert hist is not None, cpu
+        lo, hi = sampled(n, every)
+        assert lo <= hist.count <= hi, (cpu, n, every, hist.count)
+        assert hist.count == sum(c for _, c in hist.buckets)
+        total += hist.count
+    merged = result.histogram(res, "latency")
+    assert merged is not None
+    assert merged.count == total == sum(c for _, c in merged.buckets)
+    if total:
+        assert merged.min_ns <= merged.percentile(50) <= merged.max_ns
+    return total
+
+
+def test_every_result_keeps_the_sampling_bounds(guest):
+    """Every ipistorm case that left a result (fixed-count, timed,
+    interrupted, every kind): the histogram counts are what the sampler
+    guarantees, exactly."""
+    seen = {}
+    for d in sorted(p for p in guest.out.iterdir() if p.is_dir()):
+        f = d / "result"
+        if not f.is_file() or not f.stat().st_size:
+            continue
+        res = guest.case(d.name).result
+        if res["storm"] == "ipistorm":
+            seen[d.name] = check_latency(res)
+    must = {"ipi_sparse", "ipi_timed", "ipi_all_nowait", "ipi_many",
+            "ipi_async", "ipi_signal", "ipi_rmmod_during", "ipi_sampled",
+            "ipi_nolatency"}
+    assert must <= seen.keys(), sorted(seen)
+    # the timed and interrupted runs made enough calls to be sampled
+    assert seen["ipi_timed"] > 0 and seen["ipi_signal"] > 0
+
+
 def test_latency_histogram_is_consistent(guest):
     res = ok(guest.case("ipi_sparse"))
+    assert res["param.latency"] == res["latency.sampled_every"] == "1"
     hist = result.histogram(res, "sender.1.latency")
     assert hist is not None
     assert hist.count == 1000 == sum(c for _, c in hist.buckets)
@@ -116,9 +170,43 @@ def test_latency_histogram_is_consistent(guest):
     assert hist.min_ns <= p50 <= p99 <= hist.max_ns
 
 
+def test_default_times_one_call_in_64(guest):
+    case = guest.case("ipi_sampled")
+    res = ok(case)
+    assert res["param.latency"] == res["latency.sampled_every"] == "64"
+    sends = result.senders(res)
+    assert sends.keys() == CPUS
+    for cpu, s in sends.items():
+        assert int(s["calls"]) == 6400
+        # 100 whole blocks of 64: exactly one timed call in each
+        assert int(s["latency.count"]) == 100, (cpu, s)
+    assert int(res["latency.count"]) == 400
+    assert case.dmesg.count("timed=100 ") == 4, case.dmesg
+
+
+def test_sampling_an_unfinished_block(guest):
+    res = ok(guest.case("ipi_sampled_partial"))
+    assert res["latency.sampled_every"] == "100"
+    sends = result.senders(res)
+    assert sends.keys() == CPUS
+    for cpu, s in sends.items():
+        assert int(s["calls"]) == 1050
+        assert int(s["latency.count"]) in (10, 11), (cpu, s)
+
+
+def test_largest_latency_is_accepted(guest):
+    res = ok(guest.case("ipi_latency_max"))
+    assert res["param.latency"] == "1048576"
+    assert int(res["sender.0.calls"]) == 100
+    assert int(res["latency.count"]) <= 1
+
+
 def test_latency_off_records_no_histogram(guest):
     res = ok(guest.case("ipi_nolatency"))
+    assert res["param.latency"] == "0"
     assert "latency.hist" not in res
+    assert "latency.sampled_every" not in res
+    assert not [k for k in res if ".latency." in k]
     assert int(res["sender.0.calls"]) == 500
 
 
@@ -162,6 +250,9 @@ BAD = {
     "bad_targets_single": "targets= is for single=0",
     "bad_async_many": "async=1 needs single=1",
     "bad_wait_value": "invalid for parameter `wait'",
+    "bad_latency_huge": "latency=1048577: out of range (at most 1048576)",
+    "bad_latency_negative": "invalid for parameter `latency'",
+    "bad_latency_value": "invalid for parameter `latency'",
     "bad_offline_sender": "cpulist=3: CPU 3 is not online",
     "bad_offline_target": "target CPU 3 is not online",
 }

@@ -85,10 +85,11 @@ class Side:
     label: str
 
 
-# A boot's cost here, for --dry-run and progress: about 60 s to boot a
-# 4-vCPU guest under TCG plus what the runs take (not known in advance:
-# 10 s a run is typical of the default storms).
-BOOT_SECONDS, RUN_SECONDS = 60.0, 10.0
+# A boot's cost here, for --dry-run: measured, a 4-vCPU guest under
+# single-threaded TCG, two at a time, boots and runs its command in about
+# 70 s; a run of the default storms (ipistorm numipi=20000) with its
+# insmod and rmmod takes about 2 s. Longer storms take longer.
+BOOT_SECONDS, RUN_SECONDS = 70.0, 2.0
 
 
 def estimate(nboots: int, runs_per_boot: int, jobs: int) -> float:

@@ -192,11 +192,35 @@ def env_warnings(sets: list[runs.Series]) -> list[str]:
             out.append(f"{s.label}: the module resolved parameters "
                        "differently: " + ", ".join(
                            f"{k} {b.get(k)} vs {e.get(k)}" for k in diff))
+    for s in sets:
+        busy = host_overload(s)
+        if busy:
+            out.append(f"{s.label}: the host's load reached {busy[0]:g} on "
+                       f"{busy[1]} cores during its runs: other work "
+                       "competed with the guests, and times are noisier")
     virt = set().union(*(env_values(s, "virtualization") for s in sets))
     if virt & {"tcg", "qemu"}:
         out.append("taken under emulation (TCG): times are emulated, not "
                    "hardware timings; interrupt counts are still real")
     return out
+
+
+def host_overload(s: runs.Series) -> tuple[float, int] | None:
+    """(highest host load, host cores) when a run saw a load above the
+    host's cores + 2 (two guests and their QEMU I/O threads keep a 2-core
+    host near 3); None otherwise or when not recorded."""
+    worst = None
+    for r in s.runs:
+        try:
+            cores = int(r["env"].get("host_cpus") or 0)
+            loads = [float(r["run"].get(k) or "nan")
+                     for k in ("host_load_start", "host_load_end")]
+        except ValueError:
+            continue
+        load = max((x for x in loads if not math.isnan(x)), default=0.0)
+        if cores and load > cores + 2 and (worst is None or load > worst[0]):
+            worst = (load, cores)
+    return worst
 
 
 # ---------------------------------------------------------------------

@@ -159,6 +159,7 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
         "STORM_VM_CONCURRENT": args.concurrent_with or "",
         "STORM_VM_NAME": args.name or "",
         "STORM_HOST_LOADAVG": str(state / HOST_LOADAVG),
+        "STORM_HOST_CPUS": str(os.cpu_count() or 0),
     }
     (state / "env").write_text("".join(
         f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))

@@ -12,8 +12,8 @@
 storm_case ipi_idle ipistorm numipi=500 single=1 wait=1 cpulist=0 offset=1 delay=50
 [ "${GROUP:-full}" = full ] || exit 0
 
-# sparse cpulist: target = (1 + 2) mod nr_cpu_ids = 3
-storm_case ipi_sparse ipistorm numipi=1000 single=1 cpulist=1 offset=2
+# sparse cpulist: target = (1 + 2) mod nr_cpu_ids = 3; every call timed
+storm_case ipi_sparse ipistorm numipi=1000 single=1 cpulist=1 offset=2 latency=1
 # mask: base = 2 & ~1 = 2, offset bits = (2 + 1) & 1 = 1 -> CPU 3
 storm_case ipi_mask ipistorm numipi=500 single=1 cpulist=2 offset=1 mask=1
 storm_case ipi_all ipistorm numipi=300 cpulist=0
@@ -22,7 +22,14 @@ storm_case ipi_many ipistorm numipi=300 cpulist=0 targets=2-3
 storm_case ipi_async ipistorm numipi=500 single=1 async=1 cpulist=1
 storm_case ipi_async_nowait ipistorm numipi=500 single=1 async=1 wait=0
 storm_case ipi_nolatency ipistorm numipi=500 single=1 latency=0 cpulist=0
-storm_case ipi_handler ipistorm numipi=200 single=1 handler_ns=200000 cpulist=0
+# Sampled timing: the default times one call in each block of 64, so
+# 6400 calls per sender give exactly 100 samples each; 1050 calls with
+# latency=100 give 10 or 11 (the last block is unfinished); the largest
+# latency is accepted.
+storm_case ipi_sampled ipistorm numipi=6400 single=1 cpulist=0-3 offset=1
+storm_case ipi_sampled_partial ipistorm numipi=1050 latency=100 single=1 offset=1
+storm_case ipi_latency_max ipistorm numipi=100 latency=1048576 single=1 cpulist=0
+storm_case ipi_handler ipistorm numipi=200 single=1 handler_ns=200000 cpulist=0 latency=1
 storm_case ipi_delay ipistorm numipi=50 single=1 delay=1000 cpulist=0
 storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0
 
@@ -44,6 +51,9 @@ storm_case bad_targets_range ipistorm numipi=10 targets=99
 storm_case bad_targets_single ipistorm numipi=10 single=1 targets=2
 storm_case bad_async_many ipistorm numipi=10 async=1
 storm_case bad_wait_value ipistorm numipi=10 wait=maybe
+storm_case bad_latency_huge ipistorm numipi=10 latency=1048577
+storm_case bad_latency_negative ipistorm numipi=10 latency=-1
+storm_case bad_latency_value ipistorm numipi=10 latency=maybe
 
 # Offline CPUs: as sender and as target.
 if echo 0 >/sys/devices/system/cpu/cpu3/online; then
