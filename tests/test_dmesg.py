@@ -37,3 +37,13 @@ def test_problem_lines_are_caught(line):
 def test_success_verdict():
     v = dmesg.verdicts("[ 1.0] tlbstorm: End of test: SUCCESS\n")
     assert v[0].module == "tlbstorm" and v[0].success and v[0].note is None
+
+
+def test_debug_is_not_a_bug():
+    # a debug kernel's trace_printk banner, and a driver's DEBUG lines
+    log = ("[ 1.0] **   trace_printk() being used. Allocating extra memory.  **\n"
+           "[ 1.1] NOTICE: this is a DEBUG kernel\n"
+           "[ 1.2] DEBUG_LOCKS_WARN_ON counts\n")
+    assert dmesg.problems(log) == []
+    assert dmesg.problems("[ 2.0] BUG: kernel NULL pointer dereference\n")
+    assert dmesg.problems("[ 2.0] kernel BUG at mm/slub.c:42!\n")

@@ -8,7 +8,7 @@ import re
 # What rcutorture's kvm.sh and this suite treat as a broken kernel. The
 # hung-task detector says "blocked for more than N seconds" and names
 # hung_task_timeout_secs, so both spellings are caught.
-PROBLEM = re.compile(r"BUG|WARNING:|Oops|Call Trace|soft lockup|"
+PROBLEM = re.compile(r"\bBUG\b|WARNING:|Oops|Call Trace|soft lockup|"
                      r"hung[ _]task|blocked for more than")
 VERDICT = re.compile(r"(\w+): End of test: (SUCCESS|FAILURE)(?: \((.*)\))?")
 TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
