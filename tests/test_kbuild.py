@@ -115,6 +115,7 @@ def test_patch_names_make_legal_releases(name, want):
     (["bisect", "--tree", "/tmp", "--good", "a", "--bad", "b", "--boots",
       "1", "ipistorm"], "--boots must be at least 2"),
     (["matrix", "--boots", "0", "ipistorm"], "--boots and --jobs"),
+    (["matrix", "--boots", "1", "ipistorm"], "can never show a change"),
     (["bisect", "--tree", "/tmp", "--good", "a", "--bad", "b",
       "--confidence", "1.5", "ipistorm"], "between 0 and 1"),
     (["bisect", "--tree", "/tmp", "--good", "a", "--bad", "b",

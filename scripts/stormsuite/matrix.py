@@ -73,6 +73,10 @@ def check_guest_options(p: argparse.ArgumentParser,
         p.error("--runs must be at least 1 and --warmup not negative")
     if args.boots < 1 or args.jobs < 1:
         p.error("--boots and --jobs must be at least 1")
+    if args.boots < 2:
+        p.error("--boots 1 can never show a change: boots are the unit of "
+                "replication and a test needs two a side (use storm vm -- "
+                "storm run for a single look)")
     for prm in args.params:
         if "=" not in prm:
             p.error(f"{prm}: parameters are NAME=VALUE")
