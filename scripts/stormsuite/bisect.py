@@ -437,9 +437,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     args = p.parse_args(argv)
     matrix.check_guest_options(p, args)
-    if args.boots < 2:
-        p.error("--boots must be at least 2: with one boot per endpoint "
-                "no test can ever tell them apart")
     if args.max_boots < args.jobs or args.endpoint_max_boots < args.boots:
         p.error("--max-boots must be at least --jobs, and "
                 "--endpoint-max-boots at least --boots")
