@@ -22,6 +22,8 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/cpu.h>
+#include <linux/math.h>
+#include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/clock.h>
 #include <linux/smp.h>
@@ -73,15 +75,16 @@ static unsigned long handler_ns;
 module_param(handler_ns, ulong, 0444);
 MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns (default 0)");
 
-static bool latency = true;
-module_param(latency, bool, 0444);
-MODULE_PARM_DESC(latency, "Time every call into a histogram (default 1)");
+static unsigned int latency = 64;
+module_param(latency, uint, 0444);
+MODULE_PARM_DESC(latency, "Time one call in N into the histogram, at a random place in each block of N calls; 1 = every call, 0 = none (default 64)");
 
 static bool background;
 module_param(background, bool, 0444);
 MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
 
 #define IPISTORM_MAX_HANDLER_NS	(1000UL * NSEC_PER_USEC)
+#define IPISTORM_MAX_LATENCY	(1U << 20)
 
 enum ipistorm_kind {
 	IPISTORM_ALL,		/* smp_call_function */
@@ -105,6 +108,9 @@ struct ipistorm_sender {
 	u64 calls;
 	u64 errors;
 	int last_error;
+	/* latency=N: which calls are timed, see ipistorm_next_skip() */
+	u32 rnd;			/* xorshift32 state, never 0 */
+	u32 pos;			/* place of the last timed call in its block */
 	u64 busy;			/* async: csd still in flight, retried */
 	u64 start_ns, end_ns;
 	/* async: written by the target's handler, read by the sender */
@@ -159,13 +165,16 @@ static int ipistorm_call_async(struct ipistorm_sender *s)
 	if (ret)
 		return ret;
 	s->sent++;
-	if (wait)
+	if (wait) {
+		/* pairs with the handler's smp_store_release() */
 		while (smp_load_acquire(&s->completed) != s->sent)
 			cpu_relax();
+	}
 	return 0;
 }
 
-static int ipistorm_call(struct ipistorm_sender *s)
+/* Inlined, so that traces name ipistorm_sender_fn as the caller. */
+static __always_inline int ipistorm_call(struct ipistorm_sender *s)
 {
 	switch (kind) {
 	case IPISTORM_SINGLE:
@@ -186,11 +195,61 @@ static int ipistorm_call(struct ipistorm_sender *s)
 	return -EINVAL;
 }
 
+/*
+ * Which calls are timed with latency=N. A sender's calls fall into
+ * consecutive blocks of N, and exactly one call in each block is timed, at
+ * a place drawn uniformly from 0..N-1, afresh for every block (a counter
+ * with a random phase per block). So:
+ *
+ *  - every call is timed with probability exactly 1/N, whatever its latency
+ *    and wherever it falls in a periodic pattern (timer ticks, the target's
+ *    idle and wake-up cycle, the rotation of vCPUs under TCG): a fixed
+ *    stride could lock onto such a period, a random place per block cannot.
+ *    The histogram is an equal-probability sample of all calls, and the
+ *    percentiles read from it estimate the per-call ones without bias.
+ *  - the count is exact up to one: after n calls, floor(n / N) or
+ *    ceil(n / N) of them were timed (the unfinished last block may not have
+ *    reached its place yet); N = 1 times every call, as before.
+ *
+ * The gap to the next timed call (1..2N-1 calls, mean N) is drawn here, on
+ * the timed path only; an untimed call costs one decrement and compare.
+ * xorshift32 is plenty for choosing a place; reciprocal_scale() maps it
+ * onto 0..N-1 with one multiply (bias at most N / 2^32).
+ */
+static u64 ipistorm_next_skip(struct ipistorm_sender *s)
+{
+	u32 x = s->rnd, pos;
+	u64 skip;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	s->rnd = x;
+	pos = reciprocal_scale(x, latency);
+	/* the rest of this block, then the place in the next one */
+	skip = latency - 1 - s->pos + pos;
+	s->pos = pos;
+	return skip;
+}
+
+/* Before the first call: as if a block had just ended. */
+static u64 ipistorm_first_skip(struct ipistorm_sender *s)
+{
+	/* latency=0: a countdown that no storm reaches (numipi <= 1e12) */
+	if (!latency)
+		return U64_MAX;
+	s->rnd = get_random_u32() ?: 1;
+	s->pos = latency - 1;
+	return ipistorm_next_skip(s);
+}
+
 /* The timed loop: no locks, allocations or printing in here. */
 static int ipistorm_sender_fn(void *arg)
 {
 	struct ipistorm_sender *s = arg;
+	u64 skip = ipistorm_first_skip(s);	/* untimed calls to go */
 	u64 t0 = 0;
+	bool timed;
 	int ret;
 
 	storm_worker_ready(&ctl);
@@ -198,11 +257,16 @@ static int ipistorm_sender_fn(void *arg)
 	while (!numipi || s->calls < numipi) {
 		if (storm_should_stop(&ctl))
 			break;
-		if (latency)
+		timed = !skip;
+		if (unlikely(timed))
 			t0 = local_clock();
+		else
+			skip--;
 		ret = ipistorm_call(s);
-		if (latency)
+		if (unlikely(timed)) {
 			storm_hist_add(&s->hist, local_clock() - t0);
+			skip = ipistorm_next_skip(s);
+		}
 		if (unlikely(ret)) {
 			/* e.g. the target went offline: stop, never hang */
 			s->errors++;
@@ -235,7 +299,7 @@ static int ipistorm_target_of(int cpu)
 
 static void ipistorm_print_params(void)
 {
-	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl kind=%s\n",
+	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s\n",
 		numipi, timeout, wait, single, async, offset, mask, delay,
 		handler_ns, latency, background, cpumask_pr_args(sender_mask),
 		cpumask_pr_args(target_mask), ipistorm_kind_name[kind]);
@@ -257,7 +321,8 @@ static int ipistorm_check_params(void)
 	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
 	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
 	      storm_check_range("handler_ns", handler_ns,
-				IPISTORM_MAX_HANDLER_NS);
+				IPISTORM_MAX_HANDLER_NS) ?:
+	      storm_check_range("latency", latency, IPISTORM_MAX_LATENCY);
 	if (ret)
 		return ret;
 	if (async && !single) {
@@ -331,17 +396,19 @@ static void ipistorm_print_results(void)
 		storm_irqs_delta(irqs_before, irqs_after, cpu, &d);
 		calls += s->calls;
 		if (kind == IPISTORM_SINGLE || kind == IPISTORM_ASYNC)
-			pr_info("cpu %d -> %d: calls=%llu errors=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns CAL=%llu\n",
+			pr_info("cpu %d -> %d: calls=%llu errors=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns timed=%llu CAL=%llu\n",
 				cpu, s->target, s->calls, s->errors, ns,
 				s->calls ? div64_u64(ns, s->calls) : 0,
 				storm_hist_min(&s->hist), s->hist.max_ns,
+				s->hist.count,
 				storm_irq_delta(irqs_after[s->target].cal,
 						irqs_before[s->target].cal));
 		else
-			pr_info("cpu %d -> %*pbl: calls=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns\n",
+			pr_info("cpu %d -> %*pbl: calls=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns timed=%llu\n",
 				cpu, cpumask_pr_args(target_mask), s->calls, ns,
 				s->calls ? div64_u64(ns, s->calls) : 0,
-				storm_hist_min(&s->hist), s->hist.max_ns);
+				storm_hist_min(&s->hist), s->hist.max_ns,
+				s->hist.count);
 		if (s->errors)
 			pr_err("cpu %d: call failed with %d\n", cpu,
 			       s->last_error);
@@ -363,7 +430,7 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 	seq_printf(m, "param.numipi: %lu\nparam.timeout: %lu\n"
 		   "param.wait: %d\nparam.single: %d\nparam.async: %d\n"
 		   "param.offset: %lu\nparam.mask: %lu\nparam.delay: %lu\n"
-		   "param.handler_ns: %lu\nparam.latency: %d\n"
+		   "param.handler_ns: %lu\nparam.latency: %u\n"
 		   "param.background: %d\n",
 		   numipi, timeout, wait, single, async, offset, mask, delay,
 		   handler_ns, latency, background);
@@ -391,8 +458,11 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 			storm_hist_show(m, name, &s->hist);
 		}
 	}
-	if (latency)
+	if (latency) {
+		/* the histograms hold every N-th call on average, see above */
+		seq_printf(m, "latency.sampled_every: %u\n", latency);
 		storm_hist_show(m, "latency", hist_total);
+	}
 	for_each_online_cpu(cpu)
 		seq_printf(m, "handled.%d: %llu\n", cpu,
 			   per_cpu(ipistorm_handled, cpu));
@@ -423,6 +493,7 @@ static void ipistorm_quiesce(void)
 		for_each_cpu(cpu, sender_mask) {
 			struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
 
+			/* pairs with the handler's smp_store_release() */
 			while (smp_load_acquire(&s->completed) != s->sent)
 				cpu_relax();
 		}
