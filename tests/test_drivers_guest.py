@@ -226,10 +226,16 @@ def test_compare_default_with_idle_poll(tmp_path):
     label = runs[0]["label"]
     assert label.endswith("_idle=poll")          # the default label says so
     assert runs[0]["env"]["idle"] == "poll"
-    proc = run_compare("--out", str(tmp_path),
+    # the idle=poll boot has 2 vCPUs, the default one 4: refused, unless
+    # forced (the storm uses CPUs 0 and 1 only)
+    refused = run_compare("--no-write", str(default.series_dir("ipistorm")),
+                          str(poll.series_dir("ipistorm")))
+    assert refused.returncode == 2 and "cpu_count: " in refused.stderr
+    proc = run_compare("--out", str(tmp_path), "--force",
                        str(default.series_dir("ipistorm")),
                        str(poll.series_dir("ipistorm")))
     assert proc.returncode == 0, proc.stderr
+    assert "compared although cpu_count" in proc.stdout
     doc = json.loads(next(tmp_path.glob("*.json")).read_text())
     for name in (TARGET_CAL, "ipistorm.irq.CPU1.CAL",
                  "ipistorm.ipis_per_call"):
