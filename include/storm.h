@@ -35,6 +35,13 @@
 #include <asm/hardirq.h>
 #endif
 
+/*
+ * Version of the modules, for modinfo. Declaring one also makes modpost
+ * record a srcversion (a hash of the sources), which the run files keep so
+ * that two sets taken with different module sources are told apart.
+ */
+#define STORM_MODULE_VERSION	"2"
+
 /* Version of the result-file format; bump on incompatible changes. */
 #define STORM_SCHEMA		1
 

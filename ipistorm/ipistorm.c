@@ -627,4 +627,5 @@ module_init(ipistorm_init);
 module_exit(ipistorm_exit);
 
 MODULE_LICENSE("GPL");
+MODULE_VERSION(STORM_MODULE_VERSION);
 MODULE_DESCRIPTION("Storms of cross-CPU function calls (IPIs)");

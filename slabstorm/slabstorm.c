@@ -1107,4 +1107,5 @@ module_init(slabstorm_init);
 module_exit(slabstorm_exit);
 
 MODULE_LICENSE("GPL");
+MODULE_VERSION(STORM_MODULE_VERSION);
 MODULE_DESCRIPTION("Storms of kmem cache create/shrink/destroy and cross-CPU frees");

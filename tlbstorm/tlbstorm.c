@@ -728,4 +728,5 @@ module_init(tlbstorm_init);
 module_exit(tlbstorm_exit);
 
 MODULE_LICENSE("GPL");
+MODULE_VERSION(STORM_MODULE_VERSION);
 MODULE_DESCRIPTION("Storms of TLB shootdowns (user mm and kernel range)");
