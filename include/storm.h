@@ -19,16 +19,19 @@
 #include <linux/atomic.h>
 #include <linux/bitops.h>
 #include <linux/completion.h>
+#include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/jiffies.h>
 #include <linux/kthread.h>
 #include <linux/limits.h>
 #include <linux/math64.h>
+#include <linux/mm.h>
 #include <linux/percpu.h>
 #include <linux/printk.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/utsname.h>
 #ifdef CONFIG_X86
@@ -57,20 +60,26 @@
  * ready (storm_ctl_wait_ready), then releases them all at once with
  * storm_ctl_go(). Workers poll storm_should_stop() in their loop: it reads
  * one read-mostly cache line and jiffies, nothing else.
+ *
+ * Neither the release nor the end of the run wakes a task on another CPU:
+ * the workers spin at the barrier and the controller polls for the end
+ * from its own timer tick. A wakeup there would send a reschedule IPI
+ * inside the window whose interrupt counts the storm reports.
  */
 struct storm_ctl {
 	/* read by every worker in its loop: keep apart from the counters */
 	bool stop ____cacheline_aligned_in_smp;
+	bool released;
 	bool timed;
-	unsigned long deadline;		/* jiffies, timed mode only */
+	unsigned long deadline;		/* jiffies */
 
 	atomic_t ready ____cacheline_aligned_in_smp;
 	atomic_t running;
 	struct completion all_ready;
-	struct completion go;
-	struct completion done;		/* the last worker has finished */
 	int nr_workers;
+	bool deadline_hit;		/* a fixed-count run ran out of time */
 	bool interrupted;		/* stopped by a signal or by rmmod */
+	bool hotplug;			/* a CPU went off- or online meanwhile */
 	u64 start_ns, end_ns;		/* ktime_get_ns() */
 };
 
@@ -80,30 +89,46 @@ static inline void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
 	atomic_set(&ctl->ready, 0);
 	atomic_set(&ctl->running, nr_workers);
 	init_completion(&ctl->all_ready);
-	init_completion(&ctl->go);
-	init_completion(&ctl->done);
 	ctl->nr_workers = nr_workers;
 }
 
-/* Worker side of the start barrier. */
+/*
+ * Worker side of the start barrier. cond_resched() lets the controller in
+ * when it shares this CPU; cpu_relax() (PAUSE) also hands the host thread
+ * to the next vCPU under TCG.
+ */
 static inline void storm_worker_ready(struct storm_ctl *ctl)
 {
 	if (atomic_inc_return(&ctl->ready) == ctl->nr_workers)
 		complete(&ctl->all_ready);
-	wait_for_completion(&ctl->go);
+	while (!smp_load_acquire(&ctl->released)) {
+		cond_resched();
+		cpu_relax();
+	}
 }
 
+/* The last worker to finish ends the run's clock. */
 static inline void storm_worker_done(struct storm_ctl *ctl)
 {
+	u64 now = ktime_get_ns();
+
 	if (atomic_dec_and_test(&ctl->running))
-		complete(&ctl->done);
+		WRITE_ONCE(ctl->end_ns, now);
 }
 
-static inline bool storm_should_stop(const struct storm_ctl *ctl)
+/*
+ * Stop at ->stop, and at the deadline. A fixed-count run has a deadline
+ * too (timeout=, as in the original ipistorm): one that hits it says so.
+ */
+static inline bool storm_should_stop(struct storm_ctl *ctl)
 {
 	if (READ_ONCE(ctl->stop))
 		return true;
-	return ctl->timed && time_after(jiffies, ctl->deadline);
+	if (!time_after(jiffies, ctl->deadline))
+		return false;
+	if (!ctl->timed && !READ_ONCE(ctl->deadline_hit))
+		WRITE_ONCE(ctl->deadline_hit, true);
+	return true;
 }
 
 static inline void storm_ctl_wait_ready(struct storm_ctl *ctl)
@@ -111,40 +136,55 @@ static inline void storm_ctl_wait_ready(struct storm_ctl *ctl)
 	wait_for_completion(&ctl->all_ready);
 }
 
-/* Release the workers; a timeout of 0 means a fixed-count run. */
-static inline void storm_ctl_go(struct storm_ctl *ctl, unsigned long timeout_s)
+/*
+ * Release the workers. @timed: a timed run (no count), which ends at the
+ * deadline by design; any run ends there.
+ */
+static inline void storm_ctl_go(struct storm_ctl *ctl, bool timed,
+				unsigned long timeout_s)
 {
-	ctl->timed = timeout_s != 0;
+	ctl->timed = timed;
 	ctl->deadline = jiffies + timeout_s * HZ;
 	ctl->start_ns = ktime_get_ns();
-	complete_all(&ctl->go);
+	smp_store_release(&ctl->released, true);
+}
+
+/* Every worker has finished its storm (or never got to start one). */
+static inline bool storm_ctl_over(const struct storm_ctl *ctl)
+{
+	return !atomic_read(&ctl->running);
 }
 
 /*
- * Ask the workers to stop early (signal, rmmod, error). Safe before go:
- * workers still at the barrier are released and stop at once.
+ * Ask the workers to stop early (signal, rmmod, hotplug, error). Safe
+ * before the release: workers still at the barrier pass it and stop at
+ * once. A storm that is already over is not marked interrupted.
  */
 static inline void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
 {
-	if (interrupted)
+	if (interrupted && !storm_ctl_over(ctl))
 		ctl->interrupted = true;
 	WRITE_ONCE(ctl->stop, true);
-	complete_all(&ctl->go);
+	smp_store_release(&ctl->released, true);
 }
 
 /*
- * Wait for the end of the run. A fatal signal to the waiting task (Ctrl-C
- * on insmod) stops the workers early; the run is then marked interrupted
- * and this still waits for every worker, which stops within one call.
+ * Wait for the end of the run, one tick at a time (see above). A fatal
+ * signal to the waiting task (Ctrl-C on insmod) stops the workers early;
+ * the run is then marked interrupted and this still waits for every
+ * worker, which stops within one call.
  */
 static inline void storm_ctl_wait_done(struct storm_ctl *ctl)
 {
-	if (wait_for_completion_killable(&ctl->done)) {
-		pr_info("fatal signal: stopping the storm early\n");
-		storm_ctl_stop(ctl, true);
-		wait_for_completion(&ctl->done);
+	while (atomic_read_acquire(&ctl->running)) {
+		if (fatal_signal_pending(current) && !READ_ONCE(ctl->stop)) {
+			pr_info("fatal signal: stopping the storm early\n");
+			storm_ctl_stop(ctl, true);
+		}
+		schedule_timeout_idle(1);
 	}
-	ctl->end_ns = ktime_get_ns();
+	if (!ctl->end_ns)
+		ctl->end_ns = ktime_get_ns();
 }
 
 /* ---------------------------------------------------------------------
@@ -180,6 +220,11 @@ static inline void storm_thread_park(void)
 	}
 }
 
+/*
+ * Idempotent. kthread_stop() on a thread that has not run yet makes it
+ * exit without calling its function at all: fine for a worker (it never
+ * started), and the reason storm_module_exit() stops the workers itself.
+ */
 static inline void storm_thread_stop(struct task_struct **t)
 {
 	if (IS_ERR_OR_NULL(*t))
@@ -187,6 +232,160 @@ static inline void storm_thread_stop(struct task_struct **t)
 	kthread_stop(*t);
 	put_task_struct(*t);
 	*t = NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * CPU hotplug during a storm. A storm's CPU sets are fixed at load; a CPU
+ * that goes offline or comes online changes what a call reaches (and may
+ * move a bound worker), so the storm stops at the first such event and
+ * its status is "hotplug", never a count that silently means something
+ * else. The callbacks run in the hotplug thread, where sleeping is fine.
+ */
+static struct storm_ctl *storm_hp_ctl;
+static atomic_t storm_hp_offline = ATOMIC_INIT(0);
+static atomic_t storm_hp_online = ATOMIC_INIT(0);
+static int storm_hp_state = -1;
+
+/* Counted from the CPU sets' check at load to the end of the storm. */
+static inline void storm_hp_event(atomic_t *count)
+{
+	if (!storm_hp_ctl || storm_ctl_over(storm_hp_ctl))
+		return;
+	atomic_inc(count);
+	WRITE_ONCE(storm_hp_ctl->hotplug, true);
+	storm_ctl_stop(storm_hp_ctl, false);
+}
+
+static int storm_hp_cpu_online(unsigned int cpu)
+{
+	storm_hp_event(&storm_hp_online);
+	return 0;
+}
+
+static int storm_hp_cpu_offline(unsigned int cpu)
+{
+	storm_hp_event(&storm_hp_offline);
+	return 0;
+}
+
+/*
+ * A bound worker found itself on another CPU: its CPU is going offline.
+ * The scheduler pushes such threads away (sched_cpu_deactivate()) before
+ * any CPUHP_AP_ONLINE_DYN callback runs, so the worker says it first.
+ */
+static inline void storm_ctl_moved(struct storm_ctl *ctl)
+{
+	WRITE_ONCE(ctl->hotplug, true);
+	storm_ctl_stop(ctl, false);
+}
+
+/* Not under cpus_read_lock(): the setup takes it. */
+static inline int storm_hotplug_watch(struct storm_ctl *ctl)
+{
+	int ret;
+
+	storm_hp_ctl = ctl;
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN,
+					KBUILD_MODNAME ":storm",
+					storm_hp_cpu_online,
+					storm_hp_cpu_offline);
+	if (ret < 0) {
+		pr_err("cannot watch CPU hotplug (%d)\n", ret);
+		return ret;
+	}
+	storm_hp_state = ret;
+	return 0;
+}
+
+static inline void storm_hotplug_unwatch(void)
+{
+	if (storm_hp_state >= 0)
+		cpuhp_remove_state_nocalls(storm_hp_state);
+	storm_hp_state = -1;
+}
+
+static inline void storm_hotplug_show(struct seq_file *m)
+{
+	seq_printf(m, "hotplug.offline: %d\nhotplug.online: %d\n",
+		   atomic_read(&storm_hp_offline),
+		   atomic_read(&storm_hp_online));
+}
+
+/* ---------------------------------------------------------------------
+ * Load and unload, the same for every storm.
+ *
+ * A module's init allocates, checks its parameters, creates and wakes its
+ * threads, then hands over to storm_module_start(); its exit is
+ * storm_module_exit(). In between, rmmod may come at any moment of a
+ * background storm: the controller not yet run, the workers at the
+ * barrier or storming, the report being written, or all parked.
+ */
+struct storm_module {
+	struct storm_ctl *ctl;
+	/* release to report: in insmod, or in the controller thread */
+	void (*run)(void);
+	/*
+	 * Stop every thread and drop what they use: idempotent, and safe
+	 * whatever state each thread is in, including never created.
+	 */
+	void (*stop_threads)(void);
+	/* Free what init allocated: safe after a partial init. */
+	void (*free)(void);
+	bool background;
+	struct task_struct *controller;
+	bool reported;			/* the controller has run to its report */
+};
+
+static int storm_controller_fn(void *arg)
+{
+	struct storm_module *sm = arg;
+
+	sm->run();
+	WRITE_ONCE(sm->reported, true);
+	/* rmmod collects us */
+	storm_thread_park();
+	return 0;
+}
+
+/* The end of a successful init: run the storm, or start it. */
+static inline int storm_module_start(struct storm_module *sm)
+{
+	struct task_struct *t;
+
+	if (!sm->background) {
+		sm->run();
+		return 0;
+	}
+	t = kthread_run(storm_controller_fn, sm, KBUILD_MODNAME "/ctl");
+	if (IS_ERR(t)) {
+		pr_err("cannot start the controller thread (%ld)\n",
+		       PTR_ERR(t));
+		storm_ctl_stop(sm->ctl, true);
+		sm->stop_threads();
+		storm_hotplug_unwatch();
+		sm->free();
+		return PTR_ERR(t);
+	}
+	get_task_struct(t);
+	sm->controller = t;
+	return 0;
+}
+
+/*
+ * rmmod. Stop the storm, wait for the controller: if it ever ran, it ran
+ * to its report. kthread_stop() on a controller that has not run yet
+ * makes it exit without calling run(), so the workers are stopped here
+ * in any case, never left running in freed module text.
+ */
+static inline void storm_module_exit(struct storm_module *sm)
+{
+	storm_ctl_stop(sm->ctl, true);
+	storm_thread_stop(&sm->controller);
+	sm->stop_threads();
+	if (sm->background && !READ_ONCE(sm->reported))
+		pr_info("unloaded before the storm could report: no result\n");
+	storm_hotplug_unwatch();
+	sm->free();
 }
 
 /* ---------------------------------------------------------------------
@@ -307,6 +506,7 @@ struct storm_irqs {
 	u64 cal;
 	u64 res;
 	u64 tlb;
+	bool online;			/* when the snapshot was taken */
 };
 
 static inline void storm_irqs_read(int cpu, struct storm_irqs *s)
@@ -320,6 +520,7 @@ static inline void storm_irqs_read(int cpu, struct storm_irqs *s)
 #else
 	memset(s, 0, sizeof(*s));
 #endif
+	s->online = cpu_online(cpu);
 }
 
 /* Snapshot of every possible CPU: an array of nr_cpu_ids entries. */
@@ -351,7 +552,17 @@ static inline void storm_irqs_delta(const struct storm_irqs *before,
 	d->tlb = storm_irq_delta(after[cpu].tlb, before[cpu].tlb);
 }
 
-/* "irq.<cpu>.CAL: delta" etc. for every CPU online at the end. */
+/*
+ * The CPUs a result reports on: online at the start of the storm or at its
+ * end, so that a CPU that went away during the storm still shows up.
+ */
+static inline bool storm_cpu_seen(const struct storm_irqs *before,
+				  const struct storm_irqs *after, int cpu)
+{
+	return before[cpu].online || after[cpu].online;
+}
+
+/* "irq.<cpu>.CAL: delta" etc. for every CPU seen. */
 static inline void storm_irqs_show(struct seq_file *m,
 				   const struct storm_irqs *before,
 				   const struct storm_irqs *after)
@@ -359,7 +570,9 @@ static inline void storm_irqs_show(struct seq_file *m,
 	struct storm_irqs d;
 	int cpu;
 
-	for_each_online_cpu(cpu) {
+	for_each_possible_cpu(cpu) {
+		if (!storm_cpu_seen(before, after, cpu))
+			continue;
 		storm_irqs_delta(before, after, cpu, &d);
 		seq_printf(m, "irq.%d.CAL: %llu\nirq.%d.RES: %llu\n"
 			   "irq.%d.TLB: %llu\n",
@@ -388,6 +601,27 @@ static inline void storm_irqs_sum(const struct storm_irqs *before,
  * CPU-list parameters. @str NULL (not given) selects @dflt; given but empty
  * is refused. Every refusal says why in one line, naming the parameter.
  */
+/*
+ * cpulist_parse() lets empty groups through ("1,,2", "1,", ",1"): a typo
+ * there should be refused, not read as the CPUs that were spelled out.
+ */
+static inline int storm_cpulist_syntax(const char *str)
+{
+	bool empty = true;
+	const char *p;
+
+	for (p = str; *p; p++) {
+		if (*p == ',') {
+			if (empty)
+				return -EINVAL;
+			empty = true;
+		} else if (*p != '\n') {
+			empty = false;
+		}
+	}
+	return empty ? -EINVAL : 0;
+}
+
 static inline int storm_parse_cpulist(const char *param, const char *str,
 				      struct cpumask *mask,
 				      const struct cpumask *dflt)
@@ -402,7 +636,7 @@ static inline int storm_parse_cpulist(const char *param, const char *str,
 		pr_err("%s=: empty CPU list\n", param);
 		return -EINVAL;
 	}
-	ret = cpulist_parse(str, mask);
+	ret = storm_cpulist_syntax(str) ?: cpulist_parse(str, mask);
 	if (ret) {
 		pr_err("%s=%s: not a valid CPU list below %u (%d)\n",
 		       param, str, nr_cpu_ids, ret);
@@ -431,6 +665,22 @@ static inline int storm_check_range(const char *param,
 	return -EINVAL;
 }
 
+/*
+ * Memory a storm would hold at once, against what the machine has. More
+ * than half of what is available now is refused at load: a storm must
+ * never make the OOM killer pick off the tasks around it.
+ */
+static inline int storm_check_memory(const char *what, u64 bytes)
+{
+	u64 avail = (u64)si_mem_available() << PAGE_SHIFT;
+
+	if (bytes <= avail / 2)
+		return 0;
+	pr_err("%s: would hold %llu MiB at once, more than half of the %llu MiB available\n",
+	       what, bytes >> 20, avail >> 20);
+	return -EINVAL;
+}
+
 /* ---------------------------------------------------------------------
  * Result file helpers: flat "name: value" lines.
  */
@@ -439,7 +689,11 @@ static inline const char *storm_status(const struct storm_ctl *ctl,
 {
 	if (failed)
 		return "failed";
-	return ctl->interrupted ? "interrupted" : "done";
+	if (ctl->interrupted)
+		return "interrupted";
+	if (ctl->hotplug)
+		return "hotplug";
+	return ctl->deadline_hit ? "timeout" : "done";
 }
 
 static inline void storm_show_header(struct seq_file *m, const char *storm,
@@ -457,12 +711,14 @@ static inline void storm_show_header(struct seq_file *m, const char *storm,
 static inline void storm_print_verdict(const struct storm_ctl *ctl,
 				       bool failed)
 {
-	if (failed)
-		pr_info("End of test: FAILURE\n");
-	else if (ctl->interrupted)
-		pr_info("End of test: FAILURE (interrupted)\n");
-	else
+	const char *status = storm_status(ctl, failed);
+
+	if (!strcmp(status, "done"))
 		pr_info("End of test: SUCCESS\n");
+	else if (failed)
+		pr_info("End of test: FAILURE\n");
+	else
+		pr_info("End of test: FAILURE (%s)\n", status);
 }
 
 #endif /* _STORM_H */

@@ -33,11 +33,11 @@
 
 static unsigned long numipi;
 module_param(numipi, ulong, 0444);
-MODULE_PARM_DESC(numipi, "Calls per sending CPU; 0 = timed run (default 0)");
+MODULE_PARM_DESC(numipi, "Calls per sending CPU, within timeout; 0 = timed run (default 0)");
 
 static unsigned long timeout = 30;
 module_param(timeout, ulong, 0444);
-MODULE_PARM_DESC(timeout, "Seconds to run when numipi=0 (default 30)");
+MODULE_PARM_DESC(timeout, "Seconds to run; with numipi, the most it may take (default 30)");
 
 static bool wait = true;
 module_param(wait, bool, 0444);
@@ -49,7 +49,7 @@ MODULE_PARM_DESC(single, "Call one target CPU instead of many (default 0)");
 
 static unsigned long offset = 1;
 module_param(offset, ulong, 0444);
-MODULE_PARM_DESC(offset, "single=1: target = (cpu + offset) mod nr_cpu_ids (default 1)");
+MODULE_PARM_DESC(offset, "single=1: target = (cpu + offset) mod (last online CPU + 1) (default 1)");
 
 static unsigned long mask;
 module_param(mask, ulong, 0444);
@@ -108,6 +108,7 @@ struct ipistorm_sender {
 	u64 calls;
 	u64 errors;
 	int last_error;
+	bool moved;			/* found itself off its CPU: stopped */
 	/* latency=N: which calls are timed, see ipistorm_next_skip() */
 	u32 rnd;			/* xorshift32 state, never 0 */
 	u32 pos;			/* place of the last timed call in its block */
@@ -127,7 +128,6 @@ static cpumask_var_t sender_mask, target_mask;
 static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after;
 static struct storm_hist *hist_total;
-static struct task_struct *controller;
 static struct dentry *debugfs_dir;
 static bool failed;
 
@@ -243,12 +243,19 @@ static u64 ipistorm_first_skip(struct ipistorm_sender *s)
 	return ipistorm_next_skip(s);
 }
 
-/* The timed loop: no locks, allocations or printing in here. */
+/*
+ * The timed loop: no locks, allocations or printing in here.
+ *
+ * Preemption is off from the clock read to the clock read (the calls keep
+ * it off for their wait anyway), so both ends are on one CPU's clock and
+ * the sender cannot move between checking its CPU and calling: a sender
+ * moved off its CPU by hotplug would call its own CPU without an IPI.
+ */
 static int ipistorm_sender_fn(void *arg)
 {
 	struct ipistorm_sender *s = arg;
 	u64 skip = ipistorm_first_skip(s);	/* untimed calls to go */
-	u64 t0 = 0;
+	u64 t0 = 0, t1;
 	bool timed;
 	int ret;
 
@@ -258,20 +265,30 @@ static int ipistorm_sender_fn(void *arg)
 		if (storm_should_stop(&ctl))
 			break;
 		timed = !skip;
+		preempt_disable();
+		if (unlikely(smp_processor_id() != s->cpu)) {
+			preempt_enable();
+			s->moved = true;
+			storm_ctl_moved(&ctl);
+			break;
+		}
 		if (unlikely(timed))
 			t0 = local_clock();
-		else
-			skip--;
 		ret = ipistorm_call(s);
-		if (unlikely(timed)) {
-			storm_hist_add(&s->hist, local_clock() - t0);
-			skip = ipistorm_next_skip(s);
-		}
+		if (unlikely(timed))
+			t1 = local_clock();
+		preempt_enable();
 		if (unlikely(ret)) {
 			/* e.g. the target went offline: stop, never hang */
 			s->errors++;
 			s->last_error = ret;
 			break;
+		}
+		if (unlikely(timed)) {
+			storm_hist_add(&s->hist, t1 - t0);
+			skip = ipistorm_next_skip(s);
+		} else {
+			skip--;
 		}
 		s->calls++;
 		if (delay)
@@ -294,7 +311,8 @@ static int ipistorm_target_of(int cpu)
 		t = (cpu & ~mask) + ((cpu + offset) & mask);
 	else
 		t = cpu + offset;
-	return t % nr_cpu_ids;
+	/* the original ipistorm wraps at the number of online CPUs */
+	return t % (cpumask_last(cpu_online_mask) + 1);
 }
 
 static void ipistorm_print_params(void)
@@ -412,11 +430,14 @@ static void ipistorm_print_results(void)
 		if (s->errors)
 			pr_err("cpu %d: call failed with %d\n", cpu,
 			       s->last_error);
+		if (s->moved)
+			pr_info("cpu %d: the sender was moved off its CPU (hotplug): stopped\n",
+				cpu);
 	}
 	storm_irqs_sum(irqs_before, irqs_after, cpu_online_mask, &sum);
 	pr_info("summary: senders=%u calls=%llu runtime=%llu ns calls_per_sec=%llu CAL=%llu RES=%llu TLB=%llu status=%s\n",
 		cpumask_weight(sender_mask), calls, runtime,
-		runtime ? div64_u64(calls * NSEC_PER_SEC, runtime) : 0,
+		runtime ? mul_u64_u64_div_u64(calls, NSEC_PER_SEC, runtime) : 0,
 		sum.cal, sum.res, sum.tlb, storm_status(&ctl, failed));
 	storm_print_verdict(&ctl, failed);
 }
@@ -448,6 +469,7 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 				   cpumask_pr_args(target_mask));
 		seq_printf(m, "sender.%d.calls: %llu\n", cpu, s->calls);
 		seq_printf(m, "sender.%d.errors: %llu\n", cpu, s->errors);
+		seq_printf(m, "sender.%d.moved: %d\n", cpu, s->moved);
 		seq_printf(m, "sender.%d.runtime_ns: %llu\n", cpu,
 			   s->end_ns - s->start_ns);
 		if (kind == IPISTORM_ASYNC)
@@ -463,10 +485,12 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 		seq_printf(m, "latency.sampled_every: %u\n", latency);
 		storm_hist_show(m, "latency", hist_total);
 	}
-	for_each_online_cpu(cpu)
-		seq_printf(m, "handled.%d: %llu\n", cpu,
-			   per_cpu(ipistorm_handled, cpu));
+	for_each_possible_cpu(cpu)
+		if (storm_cpu_seen(irqs_before, irqs_after, cpu))
+			seq_printf(m, "handled.%d: %llu\n", cpu,
+				   per_cpu(ipistorm_handled, cpu));
 	storm_irqs_show(m, irqs_before, irqs_after);
+	storm_hotplug_show(m);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(ipistorm_result);
@@ -504,8 +528,8 @@ static void ipistorm_quiesce(void)
 	}
 }
 
-/* Runs the storm from release to report; in insmod or in a kthread. */
-static int ipistorm_run(void *unused)
+/* Release to report; in insmod, or in the controller thread. */
+static void ipistorm_run(void)
 {
 	int cpu;
 
@@ -513,7 +537,7 @@ static int ipistorm_run(void *unused)
 	for_each_possible_cpu(cpu)
 		per_cpu(ipistorm_handled, cpu) = 0;
 	storm_irqs_snapshot(irqs_before);
-	storm_ctl_go(&ctl, numipi ? 0 : timeout);
+	storm_ctl_go(&ctl, !numipi, timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
 	ipistorm_quiesce();
@@ -522,7 +546,8 @@ static int ipistorm_run(void *unused)
 	for_each_cpu(cpu, sender_mask) {
 		struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
 
-		if (s->errors)
+		/* a target gone offline mid-storm is hotplug, not a failure */
+		if (s->errors && !(ctl.hotplug && s->last_error == -ENXIO))
 			failed = true;
 		storm_hist_merge(hist_total, &s->hist);
 	}
@@ -530,11 +555,6 @@ static int ipistorm_run(void *unused)
 	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("result", 0444, debugfs_dir, NULL,
 			    &ipistorm_result_fops);
-
-	/* In background mode, wait for rmmod to collect us. */
-	if (background)
-		storm_thread_park();
-	return 0;
 }
 
 static void ipistorm_free(void)
@@ -547,6 +567,13 @@ static void ipistorm_free(void)
 	free_cpumask_var(target_mask);
 	free_cpumask_var(sender_mask);
 }
+
+static struct storm_module ipistorm_module = {
+	.ctl		= &ctl,
+	.run		= ipistorm_run,
+	.stop_threads	= ipistorm_stop_senders,
+	.free		= ipistorm_free,
+};
 
 static int __init ipistorm_init(void)
 {
@@ -562,13 +589,16 @@ static int __init ipistorm_init(void)
 	if (!senders || !irqs_before || !irqs_after || !hist_total)
 		goto err_free;
 	storm_hist_init(hist_total);
+	ret = storm_hotplug_watch(&ctl);
+	if (ret)
+		goto err_free;
 
 	/* Hold off CPU hotplug while checking and binding to CPUs. */
 	cpus_read_lock();
 	ret = ipistorm_check_params();
 	if (ret) {
 		cpus_read_unlock();
-		goto err_free;
+		goto err_unwatch;
 	}
 	ipistorm_print_params();
 	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
@@ -593,21 +623,14 @@ static int __init ipistorm_init(void)
 	for_each_cpu(cpu, sender_mask)
 		wake_up_process(per_cpu_ptr(senders, cpu)->task);
 
-	if (!background)
-		return ipistorm_run(NULL);
-
-	controller = kthread_run(ipistorm_run, NULL, KBUILD_MODNAME "/ctl");
-	if (IS_ERR(controller)) {
-		ret = PTR_ERR(controller);
-		controller = NULL;
-		goto err_stop;
-	}
-	get_task_struct(controller);
-	return 0;
+	ipistorm_module.background = background;
+	return storm_module_start(&ipistorm_module);
 
 err_stop:
 	storm_ctl_stop(&ctl, true);
 	ipistorm_stop_senders();
+err_unwatch:
+	storm_hotplug_unwatch();
 err_free:
 	ipistorm_free();
 	return ret;
@@ -615,12 +638,7 @@ err_free:
 
 static void __exit ipistorm_exit(void)
 {
-	if (controller) {
-		/* background storm still running: end it and report */
-		storm_ctl_stop(&ctl, true);
-		storm_thread_stop(&controller);
-	}
-	ipistorm_free();
+	storm_module_exit(&ipistorm_module);
 }
 
 module_init(ipistorm_init);

@@ -84,6 +84,12 @@ MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm 
 #define SLABSTORM_MAX_OBJSIZE	65536UL
 #define SLABSTORM_MAX_FILL	4096UL
 #define SLABSTORM_RING		256	/* objects in flight per remote CPU */
+/*
+ * The storm's own allocations fail rather than reclaim hard or call the
+ * OOM killer, and say nothing: a failure is the storm's status, not a
+ * warning in the log of the kernel under test.
+ */
+#define SLABSTORM_GFP		(GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN)
 #define SLABSTORM_NAME_LEN	32
 
 enum slabstorm_mode {
@@ -170,7 +176,6 @@ static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after;
 static struct storm_irqs *snap_prev, *snap_cur;
 static struct task_struct *main_task;
-static struct task_struct *controller;
 static struct dentry *debugfs_dir;
 static struct kmem_cache *fixed_cache;	/* shrink and remote */
 /*
@@ -256,7 +261,7 @@ static int slabstorm_touch_here(struct slabstorm_cpu *c, struct kmem_cache *s)
 	int ret = 0;
 
 	for (n = 0; n < fill; n++) {
-		c->objs[n] = kmem_cache_alloc(s, GFP_KERNEL);
+		c->objs[n] = kmem_cache_alloc(s, SLABSTORM_GFP);
 		if (!c->objs[n]) {
 			ret = -ENOMEM;
 			break;
@@ -487,8 +492,8 @@ static int slabstorm_remote_fn(void *arg)
 		}
 		if (producing && !slabstorm_ring_full(out)) {
 			t0 = slabstorm_clock();
-			obj = kmem_cache_alloc(fixed_cache, GFP_KERNEL);
-			if (latency)
+			obj = kmem_cache_alloc(fixed_cache, SLABSTORM_GFP);
+			if (latency && obj)
 				storm_hist_add(&c->alloc_hist, local_clock() - t0);
 			if (obj) {
 				slabstorm_ring_push(out, obj);
@@ -687,7 +692,14 @@ static int slabstorm_check_params(void)
 		pr_err("shrink=1 is for mode=create and mode=rcu (mode=shrink always shrinks)\n");
 		return -EINVAL;
 	}
-	return 0;
+	/* objects held at once: fill per touching CPU, or full rings */
+	if (smode == SLABSTORM_REMOTE)
+		return storm_check_memory("objsize x ring x cpulist",
+					  (u64)objsize * SLABSTORM_RING *
+					  cpumask_weight(touch_mask));
+	return storm_check_memory("objsize x fill x cpulist",
+				  (u64)objsize * fill *
+				  cpumask_weight(touch_mask));
 }
 
 /* ---------------------------------------------------------------------
@@ -699,7 +711,7 @@ static void slabstorm_phase_sum(enum slabstorm_phase_id p,
 	int c;
 
 	memset(sum, 0, sizeof(*sum));
-	for_each_online_cpu(c) {
+	for_each_possible_cpu(c) {
 		sum->cal += phases[p].irqs[c].cal;
 		sum->res += phases[p].irqs[c].res;
 		sum->tlb += phases[p].irqs[c].tlb;
@@ -791,7 +803,7 @@ static void slabstorm_print_results(void)
 		pr_info("remote: allocated=%llu freed=%llu outstanding=%llu\n",
 			phases[PH_ALLOC].count, phases[PH_FREE].count,
 			slabstorm_outstanding());
-	storm_irqs_sum(irqs_before, irqs_after, cpu_online_mask, &sum);
+	storm_irqs_sum(irqs_before, irqs_after, cpu_possible_mask, &sum);
 	milli = slabstorm_per_op_milli(slabstorm_ipis(&sum), slabstorm_ops());
 	pr_info("summary: mode=%s %s=%llu runtime=%llu ns CAL=%llu RES=%llu TLB=%llu ipis_per_op=%llu.%03llu status=%s\n",
 		slabstorm_mode_name[smode], slabstorm_ops_name(),
@@ -823,7 +835,9 @@ static void slabstorm_show_phase(struct seq_file *m, enum slabstorm_phase_id p)
 		seq_printf(m, "phase.%s.ipis_per_op: %llu.%03llu\n"
 			   "phase.%s.ipis_per_op_milli: %llu\n",
 			   name, milli / 1000, milli % 1000, name, milli);
-		for_each_online_cpu(c) {
+		for_each_possible_cpu(c) {
+			if (!storm_cpu_seen(irqs_before, irqs_after, c))
+				continue;
 			d = &phases[p].irqs[c];
 			seq_printf(m, "phase.%s.irq.%d.CAL: %llu\n"
 				   "phase.%s.irq.%d.RES: %llu\n"
@@ -864,7 +878,7 @@ static int slabstorm_result_show(struct seq_file *m, void *v)
 		seq_printf(m, "rcu_release_ns: %llu\nrcu_gp_since_last_destroy: %d\n",
 			   rcu_release_ns, rcu_gp_done);
 
-	storm_irqs_sum(irqs_before, irqs_after, cpu_online_mask, &sum);
+	storm_irqs_sum(irqs_before, irqs_after, cpu_possible_mask, &sum);
 	milli = slabstorm_per_op_milli(slabstorm_ipis(&sum), slabstorm_ops());
 	seq_printf(m, "run.CAL: %llu\nrun.RES: %llu\nrun.TLB: %llu\n"
 		   "run.ipis: %llu\nrun.ipis_per_op: %llu.%03llu\n"
@@ -895,6 +909,7 @@ static int slabstorm_result_show(struct seq_file *m, void *v)
 			   phases[PH_ALLOC].count, phases[PH_FREE].count,
 			   slabstorm_outstanding(), drained);
 	storm_irqs_show(m, irqs_before, irqs_after);
+	storm_hotplug_show(m);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(slabstorm_result);
@@ -984,13 +999,13 @@ static int slabstorm_create_fixed(void)
 	return 0;
 }
 
-/* Runs the storm from release to report; in insmod or in a kthread. */
-static int slabstorm_run(void *unused)
+/* Release to report; in insmod, or in the controller thread. */
+static void slabstorm_run(void)
 {
 	storm_ctl_wait_ready(&ctl);
 	storm_irqs_snapshot(irqs_before);
-	storm_ctl_go(&ctl, (smode == SLABSTORM_REMOTE ? numobj : numcache) ?
-		     0 : timeout);
+	storm_ctl_go(&ctl, !(smode == SLABSTORM_REMOTE ? numobj : numcache),
+		     timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
 	slabstorm_stop_threads();
@@ -1003,11 +1018,6 @@ static int slabstorm_run(void *unused)
 	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("result", 0444, debugfs_dir, NULL,
 			    &slabstorm_result_fops);
-
-	/* In background mode, wait for rmmod to collect us. */
-	if (background)
-		storm_thread_park();
-	return 0;
 }
 
 static void slabstorm_free(void)
@@ -1030,6 +1040,13 @@ static void slabstorm_free(void)
 	free_cpumask_var(touch_mask);
 }
 
+static struct storm_module slabstorm_module = {
+	.ctl		= &ctl,
+	.run		= slabstorm_run,
+	.stop_threads	= slabstorm_stop_threads,
+	.free		= slabstorm_free,
+};
+
 static int __init slabstorm_init(void)
 {
 	int c, p, ret = -ENOMEM;
@@ -1050,13 +1067,16 @@ static int __init slabstorm_init(void)
 		storm_hist_init(&phases[p].hist);
 	}
 	init_completion(&touch_done);
+	ret = storm_hotplug_watch(&ctl);
+	if (ret)
+		goto err_free;
 
 	/* Hold off CPU hotplug while checking and binding to CPUs. */
 	cpus_read_lock();
 	ret = slabstorm_check_params();
 	if (ret) {
 		cpus_read_unlock();
-		goto err_free;
+		goto err_unwatch;
 	}
 	slabstorm_print_params();
 	ret = slabstorm_create_threads();
@@ -1073,21 +1093,14 @@ static int __init slabstorm_init(void)
 	if (main_task)
 		wake_up_process(main_task);
 
-	if (!background)
-		return slabstorm_run(NULL);
-
-	controller = kthread_run(slabstorm_run, NULL, KBUILD_MODNAME "/ctl");
-	if (IS_ERR(controller)) {
-		ret = PTR_ERR(controller);
-		controller = NULL;
-		goto err_stop;
-	}
-	get_task_struct(controller);
-	return 0;
+	slabstorm_module.background = background;
+	return storm_module_start(&slabstorm_module);
 
 err_stop:
 	storm_ctl_stop(&ctl, true);
 	slabstorm_stop_threads();
+err_unwatch:
+	storm_hotplug_unwatch();
 err_free:
 	slabstorm_free();
 	return ret;
@@ -1095,12 +1108,7 @@ err_free:
 
 static void __exit slabstorm_exit(void)
 {
-	if (controller) {
-		/* background storm still running: end it and report */
-		storm_ctl_stop(&ctl, true);
-		storm_thread_stop(&controller);
-	}
-	slabstorm_free();
+	storm_module_exit(&slabstorm_module);
 }
 
 module_init(slabstorm_init);

@@ -254,7 +254,7 @@ BAD = {
     "bad_latency_negative": "invalid for parameter `latency'",
     "bad_latency_value": "invalid for parameter `latency'",
     "bad_offline_sender": "cpulist=3: CPU 3 is not online",
-    "bad_offline_target": "target CPU 3 is not online",
+    "bad_offline_target": "CPU 0 -> target CPU 1 is not online",
 }
 
 

@@ -121,6 +121,7 @@ struct tlbstorm_flusher {
 	u64 flushes;
 	u64 errors;
 	int last_error;
+	bool moved;			/* found itself off its CPU: stopped */
 	u64 start_ns, end_ns;
 	struct storm_hist hist ____cacheline_aligned_in_smp;
 };
@@ -147,7 +148,6 @@ static struct completion workers_all_ready;
 static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after;
 static struct storm_hist *hist_total;
-static struct task_struct *controller;
 static struct dentry *debugfs_dir;
 static bool failed;
 
@@ -219,7 +219,7 @@ static int tlbstorm_flush_user(struct tlbstorm_flusher *f)
 	if (latency)
 		t0 = local_clock();
 	ret = vm_munmap(addr, len);
-	if (latency)
+	if (latency && !ret)
 		storm_hist_add(&f->hist, local_clock() - t0);
 	return ret;
 }
@@ -255,6 +255,12 @@ static int tlbstorm_flusher_fn(void *arg)
 	while (!numflush || f->flushes < numflush) {
 		if (storm_should_stop(&ctl))
 			break;
+		/* moved by hotplug: its flushes would not be what it counts */
+		if (unlikely(raw_smp_processor_id() != f->cpu)) {
+			f->moved = true;
+			storm_ctl_moved(&ctl);
+			break;
+		}
 		if (storm_mode == TLBSTORM_USER)
 			ret = tlbstorm_flush_user(f);
 		else
@@ -338,8 +344,25 @@ static int tlbstorm_check_params(void)
 	if (ret)
 		return ret;
 	flush_kind = tlbstorm_expected_flush();
+	/* user: each flusher maps pages at a time; kernel: one vmap */
+	ret = storm_check_memory("pages",
+				 (u64)pages * PAGE_SIZE *
+				 (storm_mode == TLBSTORM_USER ?
+				  cpumask_weight(flusher_mask) : 1));
+	if (ret)
+		return ret;
 
 	if (storm_mode == TLBSTORM_KERNEL) {
+		/*
+		 * vm_unmap_aliases() purges every CPU's lazy areas at once: a
+		 * second flusher's purge would often find nothing left and
+		 * send no IPI, yet count and time a flush.
+		 */
+		if (cpumask_weight(flusher_mask) > 1) {
+			pr_err("mode=kernel: one flusher only (cpulist=%*pbl): the kernel purges all lazy vmap areas in one flush\n",
+			       cpumask_pr_args(flusher_mask));
+			return -EINVAL;
+		}
 		if (targets && *targets) {
 			pr_err("targets= is for mode=user; a kernel-range flush goes to every other online CPU\n");
 			return -EINVAL;
@@ -418,7 +441,7 @@ static void tlbstorm_print_results(void)
 	pr_info("summary: mode=%s flushers=%u flushes=%llu runtime=%llu ns flushes_per_sec=%llu targets=%*pbl TLB=%llu CAL=%llu RES=%llu counted_in=%s flush_kind=%s status=%s\n",
 		tlbstorm_mode_name[storm_mode], cpumask_weight(flusher_mask),
 		flushes, runtime,
-		runtime ? div64_u64(flushes * NSEC_PER_SEC, runtime) : 0,
+		runtime ? mul_u64_u64_div_u64(flushes, NSEC_PER_SEC, runtime) : 0,
 		cpumask_pr_args(target_mask), sum.tlb, sum.cal, sum.res,
 		tlbstorm_counted_in[storm_mode],
 		tlbstorm_flush_kind_name[flush_kind], storm_status(&ctl, failed));
@@ -455,6 +478,7 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 		seq_printf(m, "flusher.%d.errors: %llu\n", cpu, f->errors);
 		seq_printf(m, "flusher.%d.last_error: %d\n", cpu,
 			   f->last_error);
+		seq_printf(m, "flusher.%d.moved: %d\n", cpu, f->moved);
 		seq_printf(m, "flusher.%d.runtime_ns: %llu\n", cpu,
 			   f->end_ns - f->start_ns);
 		if (latency) {
@@ -478,6 +502,7 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 	seq_printf(m, "targets.CAL: %llu\ntargets.RES: %llu\n"
 		   "targets.TLB: %llu\n", sum.cal, sum.res, sum.tlb);
 	storm_irqs_show(m, irqs_before, irqs_after);
+	storm_hotplug_show(m);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tlbstorm_result);
@@ -486,17 +511,6 @@ DEFINE_SHOW_ATTRIBUTE(tlbstorm_result);
  * Workers first: each unmaps its page and lets go of the mm. Then the
  * flushers, which have already let go of it when their loop ended.
  */
-static void tlbstorm_stop_threads(void)
-{
-	int cpu;
-
-	if (workers)
-		for_each_cpu(cpu, target_mask)
-			storm_thread_stop(&per_cpu_ptr(workers, cpu)->task);
-	for_each_cpu(cpu, flusher_mask)
-		storm_thread_stop(&per_cpu_ptr(flushers, cpu)->task);
-}
-
 /* Drop the mm last: no thread of ours uses it any more. */
 static void tlbstorm_put_mm(void)
 {
@@ -506,8 +520,22 @@ static void tlbstorm_put_mm(void)
 	}
 }
 
-/* Runs the storm from release to report; in insmod or in a kthread. */
-static int tlbstorm_run(void *unused)
+/* The threads, then the mm they use. */
+static void tlbstorm_stop_threads(void)
+{
+	int cpu;
+
+	if (workers)
+		for_each_cpu(cpu, target_mask)
+			storm_thread_stop(&per_cpu_ptr(workers, cpu)->task);
+	if (flushers)
+		for_each_cpu(cpu, flusher_mask)
+			storm_thread_stop(&per_cpu_ptr(flushers, cpu)->task);
+	tlbstorm_put_mm();
+}
+
+/* Release to report; in insmod, or in the controller thread. */
+static void tlbstorm_run(void)
 {
 	int cpu;
 
@@ -524,11 +552,10 @@ static int tlbstorm_run(void *unused)
 		}
 	}
 	storm_irqs_snapshot(irqs_before);
-	storm_ctl_go(&ctl, numflush ? 0 : timeout);
+	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
 	tlbstorm_stop_threads();
-	tlbstorm_put_mm();
 
 	for_each_cpu(cpu, flusher_mask) {
 		struct tlbstorm_flusher *f = per_cpu_ptr(flushers, cpu);
@@ -545,11 +572,6 @@ static int tlbstorm_run(void *unused)
 	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("result", 0444, debugfs_dir, NULL,
 			    &tlbstorm_result_fops);
-
-	/* In background mode, wait for rmmod to collect us. */
-	if (background)
-		storm_thread_park();
-	return 0;
 }
 
 static void tlbstorm_free_kpages(void)
@@ -644,6 +666,13 @@ static int tlbstorm_create_threads(void)
 	return 0;
 }
 
+static struct storm_module tlbstorm_module = {
+	.ctl		= &ctl,
+	.run		= tlbstorm_run,
+	.stop_threads	= tlbstorm_stop_threads,
+	.free		= tlbstorm_free,
+};
+
 static int __init tlbstorm_init(void)
 {
 	int cpu, ret = -ENOMEM;
@@ -662,6 +691,9 @@ static int __init tlbstorm_init(void)
 	storm_hist_init(hist_total);
 	atomic_set(&workers_ready, 0);
 	init_completion(&workers_all_ready);
+	ret = storm_hotplug_watch(&ctl);
+	if (ret)
+		goto err_free;
 
 	/* Hold off CPU hotplug while checking and binding to CPUs. */
 	cpus_read_lock();
@@ -688,27 +720,19 @@ static int __init tlbstorm_init(void)
 	for_each_cpu(cpu, flusher_mask)
 		wake_up_process(per_cpu_ptr(flushers, cpu)->task);
 
-	if (!background)
-		return tlbstorm_run(NULL);
-
-	controller = kthread_run(tlbstorm_run, NULL, KBUILD_MODNAME "/ctl");
-	if (IS_ERR(controller)) {
-		ret = PTR_ERR(controller);
-		controller = NULL;
-		goto err_stop;
-	}
-	get_task_struct(controller);
-	return 0;
+	tlbstorm_module.background = background;
+	return storm_module_start(&tlbstorm_module);
 
 err_stop_unlock:
 	cpus_read_unlock();
-err_stop:
 	storm_ctl_stop(&ctl, true);
 	tlbstorm_stop_threads();
-	tlbstorm_put_mm();
-	goto err_free;
+	goto err_unwatch;
 err_unlock:
 	cpus_read_unlock();
+	tlbstorm_put_mm();
+err_unwatch:
+	storm_hotplug_unwatch();
 err_free:
 	tlbstorm_free();
 	return ret;
@@ -716,12 +740,7 @@ err_free:
 
 static void __exit tlbstorm_exit(void)
 {
-	if (controller) {
-		/* background storm still running: end it and report */
-		storm_ctl_stop(&ctl, true);
-		storm_thread_stop(&controller);
-	}
-	tlbstorm_free();
+	storm_module_exit(&tlbstorm_module);
 }
 
 module_init(tlbstorm_init);

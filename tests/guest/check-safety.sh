@@ -1,0 +1,170 @@
+#!/bin/sh
+# check-safety.sh - storms that must not hurt the kernel they run on, for
+# tests/test_safety_guest.py. Expects 4 online CPUs; leaves them online.
+#
+#  - rmmod the instant a background insmod returns, before the storm's
+#    controller thread has run (the window is opened on purpose, below)
+#  - CPU hotplug in the middle of every storm kind
+#  - a fixed-count storm bounded by timeout=
+#  - more possible than online CPUs: single=1 with the default cpulist
+#  - malformed lists and memory beyond the machine, refused
+. tests/guest/lib.sh
+
+cpu_set() {
+	echo "$2" >"/sys/devices/system/cpu/cpu$1/online"
+}
+
+storm_threads() {
+	# every thread of the three storms, by name (kthreads have no cmdline)
+	for f in /proc/[0-9]*/comm; do
+		read -r comm <"$f" 2>/dev/null || continue
+		case $comm in
+		ipistorm* | tlbstorm* | slabstorm* | slabtouch*) echo "$comm" ;;
+		esac
+	done
+}
+
+# ---------------------------------------------------------------------
+# rmmod right after `insmod background=1`, ROUNDS times per module.
+#
+# The window: the controller kthread must not have run when rmmod comes.
+# rmmod-race.py loads and unloads from one process with no exec between.
+# Only CPUs 0 and 1 stay online, each with a SCHED_FIFO spinner (priority
+# 5), and the loader runs SCHED_FIFO above it on CPU 0 (priority 10): a
+# new SCHED_NORMAL thread such as the controller runs only in the RT
+# throttling gap (20 ms in every 100), or while the loader sleeps waiting
+# for it in rmmod. Most rounds then unload a module whose controller never
+# ran: dmesg says "unloaded before the storm could report".
+ROUNDS=${ROUNDS:-100}
+race_loop() {
+	module=$1
+	shift
+	dir=$(case_dir "race_$module")
+	printf '%s\n' "$*" >"$dir/params"
+	mark=$(dmesg_mark)
+	chrt -f 10 taskset -c 0 python3 tests/guest/rmmod-race.py \
+		"$KO/$module.ko" "$module" "$ROUNDS" "$@" \
+		>"$dir/out" 2>"$dir/stderr"
+	echo $? >"$dir/rc"
+	grep -c "^$module " /proc/modules >"$dir/loaded_after"
+	storm_threads >"$dir/threads_after"
+	dmesg_since "$mark" >"$dir/dmesg"
+	echo "race $module: $(cat "$dir/out"), $(grep -c 'unloaded before' "$dir/dmesg") before the report"
+}
+
+cpu_set 2 0
+cpu_set 3 0
+rt_period=$(cat /proc/sys/kernel/sched_rt_period_us)
+rt_runtime=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+# runtime first: it may never exceed the period
+echo 80000 >/proc/sys/kernel/sched_rt_runtime_us
+echo 100000 >/proc/sys/kernel/sched_rt_period_us
+chrt -f 5 taskset -c 0 sh -c 'while :; do :; done' &
+hog0=$!
+chrt -f 5 taskset -c 1 sh -c 'while :; do :; done' &
+hog1=$!
+race_loop ipistorm timeout=60 single=1 cpulist=0 offset=1
+race_loop tlbstorm timeout=60 cpulist=0 targets=1
+race_loop slabstorm mode=remote timeout=60 cpulist=0-1
+kill "$hog0" "$hog1"
+wait "$hog0" "$hog1" 2>/dev/null
+echo "$rt_period" >/proc/sys/kernel/sched_rt_period_us
+echo "$rt_runtime" >/proc/sys/kernel/sched_rt_runtime_us
+cpu_set 2 1
+cpu_set 3 1
+
+# ---------------------------------------------------------------------
+# CPU hotplug mid-storm: a timed storm (timeout=8) in the foreground; at
+# 2 s CPU $cpu goes offline (or online, for "on"), at 3 s back. The storm
+# must stop at the first event, insmod must return long before the 8 s,
+# and the result must say hotplug.
+hotplug_case() {
+	name=$1 module=$2 cpu=$3 event=$4
+	shift 4
+	dir=$(case_dir "$name")
+	printf '%s\n' "$*" >"$dir/params"
+	[ "$event" = on ] && cpu_set "$cpu" 0
+	mark=$(dmesg_mark)
+	start=$(date +%s)
+	insmod "$KO/$module.ko" timeout=8 "$@" 2>"$dir/stderr" &
+	pid=$!
+	sleep 2
+	if [ "$event" = on ]; then
+		cpu_set "$cpu" 1
+	else
+		cpu_set "$cpu" 0
+		sleep 1
+		cpu_set "$cpu" 1
+	fi
+	wait "$pid"
+	echo $? >"$dir/rc"
+	seconds_since "$start" >"$dir/seconds"
+	save_result "$module" "$dir"
+	unload "$module" "$dir"
+	storm_threads >"$dir/threads_after"
+	dmesg_since "$mark" >"$dir/dmesg"
+	echo "case $name: rc=$(cat "$dir/rc") in $(cat "$dir/seconds") s"
+}
+
+hotplug_case hp_single_target ipistorm 1 off single=1 cpulist=0 offset=1
+hotplug_case hp_single_sender ipistorm 2 off single=1 cpulist=2 offset=1
+hotplug_case hp_many ipistorm 2 off cpulist=0 targets=1-3
+hotplug_case hp_all ipistorm 3 off
+hotplug_case hp_all_nowait ipistorm 3 off wait=0
+hotplug_case hp_async ipistorm 2 off single=1 async=1 cpulist=1 offset=1
+hotplug_case hp_all_online ipistorm 3 on cpulist=0
+hotplug_case hp_tlb_user tlbstorm 2 off cpulist=0 targets=1-3
+hotplug_case hp_tlb_kernel tlbstorm 3 off mode=kernel cpulist=0
+hotplug_case hp_slab_create slabstorm 2 off mode=create cpu=0 cpulist=1-3
+hotplug_case hp_slab_shrink slabstorm 2 off mode=shrink cpu=0 cpulist=1-3
+hotplug_case hp_slab_remote slabstorm 2 off mode=remote cpulist=1-3
+hotplug_case hp_slab_rcu slabstorm 3 off mode=rcu cpu=0 cpulist=1-3
+
+# ---------------------------------------------------------------------
+# timeout= bounds a fixed-count storm too: status "timeout".
+storm_timed_case() {
+	name=$1
+	shift
+	start=$(date +%s)
+	storm_case "$name" "$@"
+	seconds_since "$start" >"$OUT/$name/seconds"
+}
+storm_timed_case bound_ipistorm ipistorm numipi=1000000000000 delay=1000 \
+	timeout=2 single=1 cpulist=0
+storm_timed_case bound_tlbstorm tlbstorm numflush=1000000000000 delay=1000 \
+	timeout=2
+storm_timed_case bound_slabstorm slabstorm numcache=1000000000000 timeout=2
+
+# A finished background storm is done, not interrupted by the rmmod after.
+dir=$(case_dir bg_finished)
+mark=$(dmesg_mark)
+insmod "$KO/ipistorm.ko" background=1 numipi=200 single=1 cpulist=0 \
+	2>"$dir/stderr"
+echo $? >"$dir/rc"
+i=0
+while [ ! -e /sys/kernel/debug/ipistorm/result ] && [ $i -lt 60 ]; do
+	sleep 1
+	i=$((i + 1))
+done
+save_result ipistorm "$dir"
+unload ipistorm "$dir"
+dmesg_since "$mark" >"$dir/dmesg"
+
+# More possible than online CPUs: with CPU 3 offline, single=1 and the
+# default cpulist wraps at the last online CPU (2 -> 0), as the original
+# ipistorm wraps at the number of online CPUs.
+cpu_set 3 0
+storm_case possible_single ipistorm numipi=100 single=1 offset=1
+storm_case possible_mask ipistorm numipi=100 single=1 offset=1 mask=1
+cpu_set 3 1
+
+# Malformed lists and storms bigger than the machine: refused.
+storm_case bad_list_double_comma ipistorm numipi=10 cpulist=1,,2
+storm_case bad_list_trailing_comma ipistorm numipi=10 cpulist=1,
+storm_case bad_list_leading_comma tlbstorm numflush=10 targets=,2
+storm_case bad_slab_memory slabstorm mode=shrink numcache=1 fill=4096 \
+	objsize=65536
+storm_case bad_tlb_kernel_flushers tlbstorm mode=kernel numflush=10 cpulist=0-1
+
+storm_threads >"$OUT/safety_threads_at_end"
+echo complete >"$OUT/safety_complete"

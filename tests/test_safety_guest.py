@@ -1,0 +1,130 @@
+"""Storms that never hurt the kernel they measure (6.1 and 6.12 guests).
+
+The cases run in tests/guest/check-safety.sh, in the same boot as the
+other check scripts; these tests read what they left behind.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import assert_clean
+from stormsuite import result
+
+MODULES = ("ipistorm", "tlbstorm", "slabstorm")
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_rmmod_right_after_background_insmod(guest, module):
+    """rmmod the instant insmod background=1 returns, many times: no
+    storm thread survives its module, nothing in dmesg, and the window
+    (rmmod before the controller ran) was hit for real."""
+    assert (guest.out / "safety_complete").is_file(), guest.log[-3000:]
+    case = guest.case(f"race_{module}")
+    assert case.rc == 0, case.stderr
+    out = case.file("out").split()
+    rounds, failed = int(out[1]), int(out[3])
+    assert rounds >= 100 and failed == 0, (out, case.stderr)
+    assert case.file("loaded_after").strip() == "0"
+    assert case.file("threads_after").strip() == "", case.file(
+        "threads_after")
+    assert_clean(case.dmesg)
+    early = case.dmesg.count("unloaded before the storm could report")
+    # The test must reach the race it is about; printed for the record.
+    print(f"{guest.kernel} {module}: {rounds} rounds, {early} unloaded "
+          f"before the controller reported")
+    assert early >= rounds // 10, (early, rounds)
+    assert case.dmesg.count("End of test") + early == rounds
+
+
+HOTPLUG = {
+    "hp_single_target": "ipistorm", "hp_single_sender": "ipistorm",
+    "hp_many": "ipistorm", "hp_all": "ipistorm",
+    "hp_all_nowait": "ipistorm", "hp_async": "ipistorm",
+    "hp_all_online": "ipistorm", "hp_tlb_user": "tlbstorm",
+    "hp_tlb_kernel": "tlbstorm", "hp_slab_create": "slabstorm",
+    "hp_slab_shrink": "slabstorm", "hp_slab_remote": "slabstorm",
+    "hp_slab_rcu": "slabstorm",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOTPLUG))
+def test_hotplug_mid_storm_stops_it_and_says_so(guest, name):
+    case = guest.case(name)
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "hotplug", res["status"]
+    events = int(res["hotplug.offline"]) + int(res["hotplug.online"])
+    # The scheduler pushes a bound thread off a CPU going down before any
+    # hotplug callback runs: a lone sender may see it first and stop.
+    moved = [k for k, v in res.items() if k.endswith(".moved") and v == "1"]
+    assert events >= 1 or moved, res
+    assert "End of test: FAILURE (hotplug)" in case.dmesg
+    # stopped at the event (2 s in), not at timeout=8
+    assert int(case.file("seconds")) < 8, case.file("seconds")
+    assert case.file("threads_after").strip() == ""
+    assert_clean(case.dmesg)
+
+
+def test_hotplug_keeps_cpus_that_went_away_in_the_result(guest):
+    res = guest.case("hp_all").result
+    # CPU 3 went offline and came back: still reported
+    assert "irq.3.CAL" in res and "handled.3" in res
+    senders = result.senders(res)
+    assert 3 in senders
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_timeout_bounds_a_fixed_count_storm(guest, module):
+    case = guest.case(f"bound_{module}")
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "timeout"
+    assert "End of test: FAILURE (timeout)" in case.dmesg
+    assert int(case.file("seconds")) < 20
+    assert_clean(case.dmesg)
+
+
+def test_finished_background_storm_is_done(guest):
+    case = guest.case("bg_finished")
+    assert case.rc == 0
+    assert case.result["status"] == "done"
+    assert "End of test: SUCCESS" in case.dmesg
+    assert "interrupted" not in case.dmesg
+
+
+def test_single_wraps_at_the_last_online_cpu(guest):
+    """More possible than online CPUs (CPU 3 offline): the default
+    cpulist is accepted, CPU 2 calls CPU 0."""
+    for name in ("possible_single", "possible_mask"):
+        case = guest.case(name)
+        assert case.rc == 0, case.dmesg
+        res = case.result
+        assert res["status"] == "done"
+        assert res["cpus_online"] == "0-2"
+        assert res["sender.2.target"] == "0"
+        assert_clean(case.dmesg)
+    res = guest.case("possible_single").result
+    assert result.per_cpu(res, "handled") == {0: 100, 1: 100, 2: 100}
+
+
+REFUSED = {
+    "bad_list_double_comma": "cpulist=1,,2: not a valid CPU list",
+    "bad_list_trailing_comma": "cpulist=1,: not a valid CPU list",
+    "bad_list_leading_comma": "targets=,2: not a valid CPU list",
+    "bad_slab_memory": "objsize x fill x cpulist: would hold 1024 MiB",
+    "bad_tlb_kernel_flushers": "mode=kernel: one flusher only",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_with_reason(guest, name):
+    case = guest.case(name)
+    assert case.rc != 0
+    assert REFUSED[name] in case.dmesg, case.dmesg
+    assert not case.has_result
+    assert_clean(case.dmesg)
+
+
+def test_no_storm_thread_left(guest):
+    assert (guest.out / "safety_threads_at_end").read_text().strip() == ""
