@@ -134,12 +134,13 @@ static bool failed;
 static void ipistorm_handler(void *info)
 {
 	__this_cpu_inc(ipistorm_handled);
-	if (handler_ns) {
-		u64 end = local_clock() + handler_ns;
-
-		while (local_clock() < end)
-			cpu_relax();
-	}
+	/*
+	 * Not a local_clock() loop: with interrupts off and an unstable
+	 * sched_clock (any TCG guest), local_clock() stops one tick past the
+	 * last tick this CPU took, and such a loop can spin for ever.
+	 */
+	if (handler_ns)
+		ndelay(handler_ns);
 	if (info) {
 		struct ipistorm_sender *s = info;
 

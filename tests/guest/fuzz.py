@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""fuzz.py - in the guest: load the storms with random parameters.
+
+    fuzz.py --ko DIR --seed N --loads N [--only I] [--out FILE]
+
+Every load picks a storm, a random parameter set (valid values, bounds
+and one past them, overflowing numbers, garbage strings, malformed CPU
+lists, every flag) and one way to end it: insmod waited for (killed after
+a few seconds), a fatal signal to insmod mid-storm, or background=1 with
+an rmmod at a random moment, an rmmod tried during a foreground storm.
+After each load the module is unloaded and the kernel log it added is
+checked: a refused load (insmod failed) says why in a line of its own; a
+load that succeeded ends with "End of test" (or, unloaded before its
+report, says so); nothing in the log looks like a kernel problem.
+
+Load I of seed N is the same wherever it runs: --only I replays it.
+Prints one line per problem and a summary; writes the figures as JSON to
+--out. Exit status 1 if any load broke a rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+# Lines that show a kernel problem (the host's stormsuite.dmesg is the
+# reference; the guest may not have the suite's Python path).
+PROBLEM = re.compile(
+    r"\bBUG\b|WARNING:|Oops|general protection|Call Trace|"
+    r"kernel BUG|RIP:|KASAN|UBSAN|kmemleak|soft lockup|hard LOCKUP|"
+    r"hung_task|blocked for more than|rcu_sched detected stall|"
+    r"rcu: INFO|Out of memory|oom-kill|page allocation failure|"
+    r"list_add corruption|list_del corruption|refcount_t:|"
+    r"sleeping function called from invalid context|"
+    r"scheduling while atomic|lockdep|possible circular locking|"
+    r"inconsistent lock state|DEBUG_LOCKS_WARN_ON|ODEBUG:|KFENCE")
+
+# Seconds a foreground load may run before insmod is killed.
+DEADLINE = 6.0
+
+NUMBERS = ["0", "1", "2", "3", "7", "64", "100", "1000", "4096", "4097",
+           "65536", "65537", "1048576", "1048577", "999999999",
+           "1000000000000", "1000000000001", "4294967295", "4294967296",
+           "18446744073709551615", "18446744073709551616", "-1", "-0",
+           "0x10", "1e3", "", "x", "12abc", " 5", "5 ", "%s%n",
+           "9" * 40]
+CPULISTS = ["0", "1", "2", "3", "0-3", "1-3", "0,2", "3,1", "0-1,3",
+            "0-3:2/4", "4", "64", "4095", "", ",", "1,,2", "1,", ",1",
+            "1-", "-1", "3-1", "x", "0-x", "1 2", "0-999999", "a" * 300]
+BOOLS = ["0", "1", "y", "n", "Y", "N", "true", "maybe", "", "2"]
+MODES = {
+    "tlbstorm": ["user", "kernel", "User", "kernel\n", "", "none"],
+    "slabstorm": ["create", "rcu", "shrink", "remote", "", "destroy"],
+}
+
+# Per storm: parameter -> kind, and a small valid value that keeps a storm
+# short (counts small, timeouts short) when the fuzzer picks "valid".
+PARAMS = {
+    "ipistorm": {
+        "numipi": ("count", "500"), "timeout": ("secs", "2"),
+        "wait": ("bool", "1"), "single": ("bool", "1"),
+        "offset": ("num", "1"), "mask": ("num", "0"),
+        "delay": ("us", "0"), "cpulist": ("cpus", "0"),
+        "targets": ("cpus", "1-2"), "async": ("bool", "0"),
+        "handler_ns": ("ns", "0"), "latency": ("num", "64"),
+        "background": ("bool", "0"),
+    },
+    "tlbstorm": {
+        "numflush": ("count", "100"), "timeout": ("secs", "2"),
+        "cpulist": ("cpus", "0"), "targets": ("cpus", "1-3"),
+        "pages": ("num", "1"), "mode": ("mode", "user"),
+        "delay": ("us", "0"), "latency": ("bool", "1"),
+        "background": ("bool", "0"),
+    },
+    "slabstorm": {
+        "mode": ("mode", "create"), "numcache": ("count", "50"),
+        "numobj": ("count", "500"), "timeout": ("secs", "2"),
+        "objsize": ("num", "64"), "fill": ("num", "1"),
+        "shrink": ("bool", "0"), "cpu": ("num", "0"),
+        "cpulist": ("cpus", "1-2"), "latency": ("bool", "1"),
+        "background": ("bool", "0"),
+    },
+}
+
+
+def value(rng: random.Random, storm: str, kind: str, valid: str) -> str:
+    r = rng.random()
+    if r < 0.35:
+        return valid
+    if kind == "bool":
+        return rng.choice(BOOLS)
+    if kind == "cpus":
+        return rng.choice(CPULISTS)
+    if kind == "mode":
+        return rng.choice(MODES[storm])
+    if kind in ("count", "secs", "us", "ns") and r < 0.7:
+        small = {"count": 3000, "secs": 3, "us": 2000, "ns": 200000}[kind]
+        return str(rng.randint(0, small))
+    return rng.choice(NUMBERS)
+
+
+def params_of(rng: random.Random, storm: str) -> list[str]:
+    out = []
+    for name, (kind, valid) in PARAMS[storm].items():
+        if rng.random() < 0.45:
+            out.append(f"{name}={value(rng, storm, kind, valid)}")
+    rng.shuffle(out)
+    return out
+
+
+def dmesg_lines() -> list[str]:
+    return subprocess.run(["dmesg"], capture_output=True, text=True,
+                          errors="replace").stdout.splitlines()
+
+
+def loaded(storm: str) -> bool:
+    with open("/proc/modules") as f:
+        return any(line.split(" ", 1)[0] == storm for line in f)
+
+
+def unload(storm: str) -> None:
+    for _ in range(200):
+        if not loaded(storm):
+            return
+        subprocess.run(["rmmod", storm], capture_output=True)
+        time.sleep(0.05)
+
+
+def one_load(ko: str, storm: str, params: list[str], ending: str,
+             rng: random.Random) -> dict:
+    """Load, end it as @ending says, unload; what happened."""
+    mark = len(dmesg_lines())
+    cmd = ["insmod", f"{ko}/{storm}.ko"] + params
+    if ending == "background":
+        cmd.append("background=1")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
+                            errors="replace")
+    if ending == "signal":
+        time.sleep(rng.uniform(0.0, 1.5))
+        proc.send_signal(signal.SIGKILL if rng.random() < 0.5
+                         else signal.SIGTERM)
+    elif ending == "rmmod-during":
+        time.sleep(rng.uniform(0.0, 1.0))
+        subprocess.run(["rmmod", storm], capture_output=True)
+    try:
+        proc.wait(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    try:
+        _, err = proc.communicate(timeout=60)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        return {"rc": None, "log": [], "err": "insmod did not return "
+                "within 60 s of SIGKILL"}
+    if ending == "background" and rc == 0:
+        time.sleep(rng.choice([0.0, 0.0, rng.uniform(0.0, 2.0)]))
+    unload(storm)
+    return {"rc": rc, "err": err, "log": dmesg_lines()[mark:],
+            "still_loaded": loaded(storm)}
+
+
+def judge(storm: str, ending: str, got: dict) -> tuple[str, list[str]]:
+    """(outcome, problems) of one load."""
+    problems = []
+    log = got["log"]
+    if got["rc"] is None:
+        return "hung", [got["err"]]
+    if got.get("still_loaded"):
+        problems.append("module still loaded after rmmod")
+    bad = [line for line in log if PROBLEM.search(line)]
+    problems += [f"kernel log: {line}" for line in bad]
+    ours = [line for line in log if f"{storm}: " in line
+            and "taints kernel" not in line
+            and "module verification failed" not in line]
+    ended = [line for line in ours if "End of test" in line]
+    early = [line for line in ours if "unloaded before the storm" in line]
+    if got["rc"] == 0:
+        if not ended and not early:
+            problems.append("loaded, but no End of test")
+        outcome = ("success" if any("SUCCESS" in e for e in ended)
+                   else "ended" if ended else "unloaded-early")
+    elif ended:
+        # insmod got its signal during the storm: the storm still reports
+        outcome = "signalled"
+    elif got["rc"] < 0 and not ours:
+        # the signal came before insmod reached the kernel
+        outcome = "killed-before-load"
+    else:
+        outcome = "refused" if got["rc"] > 0 else "signalled-in-load"
+        params_line = re.compile(r": (numipi|numflush|mode)=\S+ .*"
+                                 r"background=")
+        if not [line for line in ours if not params_line.search(line)]:
+            problems.append(f"refused without a reason (insmod rc "
+                            f"{got['rc']}: {got['err'].strip()}; log: "
+                            f"{' | '.join(log[-3:])})")
+    return outcome, problems
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ko", required=True, help="directory of the .ko files")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--loads", type=int, default=100)
+    p.add_argument("--only", type=int, help="replay this one load")
+    p.add_argument("--out", help="write the figures here (JSON)")
+    args = p.parse_args()
+
+    figures = {"seed": args.seed, "loads": 0, "outcomes": {},
+               "splats": 0, "problems": []}
+    indices = [args.only] if args.only is not None else range(args.loads)
+    start = time.monotonic()
+    for i in indices:
+        # one generator per load: load I is the same with or without --only
+        rng = random.Random(f"{args.seed}:{i}")
+        storm = rng.choice(sorted(PARAMS))
+        params = params_of(rng, storm)
+        ending = rng.choice(["wait", "wait", "signal", "background",
+                             "rmmod-during"])
+        got = one_load(args.ko, storm, params, ending, rng)
+        outcome, problems = judge(storm, ending, got)
+        figures["loads"] += 1
+        figures["outcomes"][outcome] = figures["outcomes"].get(outcome,
+                                                               0) + 1
+        figures["splats"] += sum(p.startswith("kernel log:")
+                                 for p in problems)
+        for prob in problems:
+            line = (f"load {i} (--seed {args.seed} --only {i}): {storm} "
+                    f"{' '.join(params)} [{ending}]: {prob}")
+            print(line, flush=True)
+            figures["problems"].append(line)
+        if (i + 1) % 25 == 0:
+            print(f"fuzz: {i + 1} loads, "
+                  f"{time.monotonic() - start:.0f} s", flush=True)
+    figures["seconds"] = round(time.monotonic() - start, 1)
+    summary = ", ".join(f"{k} {v}" for k, v in
+                        sorted(figures["outcomes"].items()))
+    print(f"fuzz: seed {args.seed}: {figures['loads']} loads ({summary}); "
+          f"splats {figures['splats']}; problems "
+          f"{len(figures['problems'])}; {figures['seconds']} s")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(figures, f, indent=1)
+    return 1 if figures["problems"] else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LC_ALL", "C")
+    sys.exit(main())
