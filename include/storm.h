@@ -80,6 +80,7 @@ struct storm_ctl {
 	bool deadline_hit;		/* a fixed-count run ran out of time */
 	bool interrupted;		/* stopped by a signal or by rmmod */
 	bool hotplug;			/* a CPU went off- or online meanwhile */
+	atomic64_t last_end_ns;		/* the latest worker end so far */
 	u64 start_ns, end_ns;		/* ktime_get_ns() */
 };
 
@@ -88,6 +89,7 @@ static inline void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
 	memset(ctl, 0, sizeof(*ctl));
 	atomic_set(&ctl->ready, 0);
 	atomic_set(&ctl->running, nr_workers);
+	atomic64_set(&ctl->last_end_ns, 0);
 	init_completion(&ctl->all_ready);
 	ctl->nr_workers = nr_workers;
 }
@@ -101,19 +103,28 @@ static inline void storm_worker_ready(struct storm_ctl *ctl)
 {
 	if (atomic_inc_return(&ctl->ready) == ctl->nr_workers)
 		complete(&ctl->all_ready);
+	/* pairs with the release in storm_ctl_go() and storm_ctl_stop() */
 	while (!smp_load_acquire(&ctl->released)) {
 		cond_resched();
 		cpu_relax();
 	}
 }
 
-/* The last worker to finish ends the run's clock. */
+/*
+ * The run ends when its last worker does. Each worker raises the end time
+ * to its own before it counts itself out, so the controller, which reads
+ * the time after it sees no worker running, reads the latest.
+ */
 static inline void storm_worker_done(struct storm_ctl *ctl)
 {
-	u64 now = ktime_get_ns();
+	s64 now = ktime_get_ns();
+	s64 end = atomic64_read(&ctl->last_end_ns);
 
-	if (atomic_dec_and_test(&ctl->running))
-		WRITE_ONCE(ctl->end_ns, now);
+	while (end < now && !atomic64_try_cmpxchg(&ctl->last_end_ns, &end, now))
+		;
+	/* orders the end time before the count, see storm_ctl_wait_done() */
+	smp_mb__before_atomic();
+	atomic_dec(&ctl->running);
 }
 
 /*
@@ -146,6 +157,7 @@ static inline void storm_ctl_go(struct storm_ctl *ctl, bool timed,
 	ctl->timed = timed;
 	ctl->deadline = jiffies + timeout_s * HZ;
 	ctl->start_ns = ktime_get_ns();
+	/* the workers see timed and deadline once they see released */
 	smp_store_release(&ctl->released, true);
 }
 
@@ -165,6 +177,7 @@ static inline void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
 	if (interrupted && !storm_ctl_over(ctl))
 		ctl->interrupted = true;
 	WRITE_ONCE(ctl->stop, true);
+	/* a worker released here sees stop at its first check */
 	smp_store_release(&ctl->released, true);
 }
 
@@ -183,8 +196,8 @@ static inline void storm_ctl_wait_done(struct storm_ctl *ctl)
 		}
 		schedule_timeout_idle(1);
 	}
-	if (!ctl->end_ns)
-		ctl->end_ns = ktime_get_ns();
+	/* acquired with running == 0: every worker's end is in */
+	ctl->end_ns = atomic64_read(&ctl->last_end_ns) ?: ktime_get_ns();
 }
 
 /* ---------------------------------------------------------------------
