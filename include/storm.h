@@ -175,7 +175,7 @@ static inline bool storm_ctl_over(const struct storm_ctl *ctl)
 static inline void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
 {
 	if (interrupted && !storm_ctl_over(ctl))
-		ctl->interrupted = true;
+		WRITE_ONCE(ctl->interrupted, true);
 	WRITE_ONCE(ctl->stop, true);
 	/* a worker released here sees stop at its first check */
 	smp_store_release(&ctl->released, true);
@@ -196,8 +196,18 @@ static inline void storm_ctl_wait_done(struct storm_ctl *ctl)
 		}
 		schedule_timeout_idle(1);
 	}
-	/* acquired with running == 0: every worker's end is in */
-	ctl->end_ns = atomic64_read(&ctl->last_end_ns) ?: ktime_get_ns();
+	/*
+	 * A hotplug callback that saw the storm still running has finished
+	 * with the status once the hotplug lock is ours: the status is final.
+	 */
+	cpus_read_lock();
+	cpus_read_unlock();
+	/*
+	 * Acquired with running == 0: every worker's end is in. Workers
+	 * stopped before the release end before the start.
+	 */
+	ctl->end_ns = max_t(u64, atomic64_read(&ctl->last_end_ns),
+			    ctl->start_ns);
 }
 
 /* ---------------------------------------------------------------------
@@ -566,6 +576,22 @@ static inline void storm_irqs_delta(const struct storm_irqs *before,
 }
 
 /*
+ * A CPU that came online during the storm is in cpu_online_mask before
+ * its CPUHP_AP_ONLINE_DYN callback runs; if the storm ended in between,
+ * only the snapshots tell. Call with both taken.
+ */
+static inline void storm_ctl_check_cpus(struct storm_ctl *ctl,
+					const struct storm_irqs *before,
+					const struct storm_irqs *after)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (before[cpu].online != after[cpu].online)
+			WRITE_ONCE(ctl->hotplug, true);
+}
+
+/*
  * The CPUs a result reports on: online at the start of the storm or at its
  * end, so that a CPU that went away during the storm still shows up.
  */
@@ -702,7 +728,7 @@ static inline const char *storm_status(const struct storm_ctl *ctl,
 {
 	if (failed)
 		return "failed";
-	if (ctl->interrupted)
+	if (READ_ONCE(ctl->interrupted))
 		return "interrupted";
 	if (ctl->hotplug)
 		return "hotplug";

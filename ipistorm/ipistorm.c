@@ -541,6 +541,7 @@ static void ipistorm_run(void)
 	storm_ctl_go(&ctl, !numipi, timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
+	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	ipistorm_quiesce();
 	ipistorm_stop_senders();
 

@@ -512,7 +512,12 @@ static int slabstorm_remote_fn(void *arg)
 				storm_hist_add(&c->free_hist, local_clock() - t0);
 			c->frees++;
 			busy = true;
-		} else if (!producing && slabstorm_ring_drained(in)) {
+		} else if (!producing && (slabstorm_ring_drained(in) ||
+					  kthread_should_stop())) {
+			/*
+			 * rmmod may stop this worker before its producer ever
+			 * ran (and set done); the rings are drained after.
+			 */
 			break;
 		} else if (!busy) {
 			cpu_relax();
@@ -1008,6 +1013,7 @@ static void slabstorm_run(void)
 		     timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
+	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	slabstorm_stop_threads();
 	slabstorm_collect();
 	slabstorm_destroy_fixed();

@@ -242,7 +242,11 @@ static int tlbstorm_flush_kernel(struct tlbstorm_flusher *f)
 	return 0;
 }
 
-/* The timed loop: no locks, allocations or printing in here. */
+/*
+ * The timed loop: nothing of ours but the flush, which itself takes the
+ * kernel's locks and allocates (mmap_lock, vmap_purge_lock): that is what
+ * a shootdown costs.
+ */
 static int tlbstorm_flusher_fn(void *arg)
 {
 	struct tlbstorm_flusher *f = arg;
@@ -507,10 +511,6 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(tlbstorm_result);
 
-/*
- * Workers first: each unmaps its page and lets go of the mm. Then the
- * flushers, which have already let go of it when their loop ended.
- */
 /* Drop the mm last: no thread of ours uses it any more. */
 static void tlbstorm_put_mm(void)
 {
@@ -520,7 +520,11 @@ static void tlbstorm_put_mm(void)
 	}
 }
 
-/* The threads, then the mm they use. */
+/*
+ * Workers first: each unmaps its page and lets go of the mm. Then the
+ * flushers, which have already let go of it when their loop ended. Then
+ * the mm.
+ */
 static void tlbstorm_stop_threads(void)
 {
 	int cpu;
@@ -555,6 +559,7 @@ static void tlbstorm_run(void)
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
+	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	tlbstorm_stop_threads();
 
 	for_each_cpu(cpu, flusher_mask) {
