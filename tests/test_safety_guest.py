@@ -26,7 +26,7 @@ def test_rmmod_right_after_background_insmod(guest, module):
     assert case.rc == 0, case.stderr
     out = case.file("out").split()
     rounds, failed = int(out[1]), int(out[3])
-    assert rounds >= 50 and failed == 0, (out, case.stderr)
+    assert rounds >= 40 and failed == 0, (out, case.stderr)
     assert case.file("loaded_after").strip() == "0"
     assert case.file("threads_after").strip() == "", case.file(
         "threads_after")
@@ -62,7 +62,7 @@ def test_hotplug_mid_storm_stops_it_and_says_so(guest, name):
     moved = [k for k, v in res.items() if k.endswith(".moved") and v == "1"]
     assert events >= 1 or moved, res
     assert "End of test: FAILURE (hotplug)" in case.dmesg
-    # stopped at the event (2 s in), not at timeout=8
+    # stopped at the event (1 s in), not at timeout=8
     assert int(case.file("seconds")) < 8, case.file("seconds")
     assert case.file("threads_after").strip() == ""
     assert_clean(case.dmesg)
@@ -134,7 +134,7 @@ def test_fuzzed_loads_are_refused_with_reason_or_end_cleanly(guest):
     assert figures["problems"] == [], log[-3000:]
     assert figures["splats"] == 0
     assert (guest.out / "fuzz.rc").read_text().strip() == "0"
-    assert figures["loads"] >= 50
+    assert figures["loads"] >= 30
     # both sides of the line were fuzzed
     outcomes = figures["outcomes"]
     assert outcomes.get("refused", 0) > 0 and outcomes.get("success", 0) > 0

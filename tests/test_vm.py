@@ -190,7 +190,8 @@ def test_kernel_log_is_kept_on_the_host(tmp_path):
     assert "-accel tcg,thread=single" in opts
     append = cmd[cmd.index("--append") + 1]
     assert append.startswith("earlycon=uart8250,io,0x2f8,115200 "
-                             "keep_bootcon no_timer_check loglevel=5")
+                             "keep_bootcon no_timer_check log_buf_len=16M "
+                             "loglevel=5")
     assert append.endswith("idle=poll")
 
 

@@ -38,7 +38,7 @@ storm_threads() {
 # "unloaded before the storm could report". Before storm_module_exit()
 # stopped the workers itself, each such round left them running in the
 # freed module.
-ROUNDS=${ROUNDS:-60}
+ROUNDS=${ROUNDS:-40}
 race_loop() {
 	module=$1
 	shift
@@ -65,7 +65,7 @@ cpu_set 3 1
 
 # ---------------------------------------------------------------------
 # CPU hotplug mid-storm: a timed storm (timeout=8) in the foreground; at
-# 2 s CPU $cpu goes offline (or online, for "on"), at 3 s back. The storm
+# 1 s CPU $cpu goes offline (or online, for "on"), at 2 s back. The storm
 # must stop at the first event, insmod must return long before the 8 s,
 # and the result must say hotplug.
 hotplug_case() {
@@ -78,7 +78,7 @@ hotplug_case() {
 	start=$(date +%s)
 	insmod "$KO/$module.ko" timeout=8 "$@" 2>"$dir/stderr" &
 	pid=$!
-	sleep 2
+	sleep 1
 	if [ "$event" = on ]; then
 		cpu_set "$cpu" 1
 	else
@@ -158,7 +158,7 @@ storm_case bad_tlb_kernel_flushers tlbstorm mode=kernel numflush=10 cpulist=0-1
 
 # Parameter fuzzing: a fixed-seed share of tests/e2e/fuzz-storms.
 python3 tests/guest/fuzz.py --ko "$KO" --seed "${FUZZ_SEED:-1}" \
-	--loads "${FUZZ_LOADS:-50}" --out "$OUT/fuzz.json" >"$OUT/fuzz.log" 2>&1
+	--loads "${FUZZ_LOADS:-30}" --out "$OUT/fuzz.json" >"$OUT/fuzz.log" 2>&1
 echo $? >"$OUT/fuzz.rc"
 tail -n 1 "$OUT/fuzz.log"
 

@@ -40,7 +40,8 @@ PROBLEM = re.compile(
     r"list_add corruption|list_del corruption|refcount_t:|"
     r"sleeping function called from invalid context|"
     r"scheduling while atomic|lockdep|possible circular locking|"
-    r"inconsistent lock state|DEBUG_LOCKS_WARN_ON|ODEBUG:|KFENCE")
+    r"inconsistent lock state|DEBUG_LOCKS_WARN_ON|ODEBUG:|KFENCE|"
+    r"lost this load's mark")
 
 # Seconds a foreground load may run before insmod is killed.
 DEADLINE = 6.0
@@ -120,6 +121,23 @@ def dmesg_lines() -> list[str]:
                           errors="replace").stdout.splitlines()
 
 
+def dmesg_mark(i: int) -> str:
+    """A line of our own in the kernel log (a line count breaks once the
+    log buffer wraps)."""
+    mark = f"storm-fuzz-mark {os.getpid()}-{i}-{time.monotonic_ns()}"
+    with open("/dev/kmsg", "w") as f:
+        f.write(mark + "\n")
+    return mark
+
+
+def dmesg_since(mark: str) -> list[str]:
+    lines = dmesg_lines()
+    for n, line in enumerate(lines):
+        if line.endswith(mark):
+            return lines[n + 1:]
+    return ["fuzz.py: the log lost this load's mark (buffer wrapped)"]
+
+
 def loaded(storm: str) -> bool:
     with open("/proc/modules") as f:
         return any(line.split(" ", 1)[0] == storm for line in f)
@@ -134,9 +152,9 @@ def unload(storm: str) -> None:
 
 
 def one_load(ko: str, storm: str, params: list[str], ending: str,
-             rng: random.Random) -> dict:
+             rng: random.Random, i: int) -> dict:
     """Load, end it as @ending says, unload; what happened."""
-    mark = len(dmesg_lines())
+    mark = dmesg_mark(i)
     cmd = ["insmod", f"{ko}/{storm}.ko"] + params
     if ending == "background":
         cmd.append("background=1")
@@ -163,7 +181,7 @@ def one_load(ko: str, storm: str, params: list[str], ending: str,
     if ending == "background" and rc == 0:
         time.sleep(rng.choice([0.0, 0.0, rng.uniform(0.0, 2.0)]))
     unload(storm)
-    return {"rc": rc, "err": err, "log": dmesg_lines()[mark:],
+    return {"rc": rc, "err": err, "log": dmesg_since(mark),
             "still_loaded": loaded(storm)}
 
 
@@ -224,7 +242,7 @@ def main() -> int:
         params = params_of(rng, storm)
         ending = rng.choice(["wait", "wait", "signal", "background",
                              "rmmod-during"])
-        got = one_load(args.ko, storm, params, ending, rng)
+        got = one_load(args.ko, storm, params, ending, rng, i)
         outcome, problems = judge(storm, ending, got)
         figures["loads"] += 1
         figures["outcomes"][outcome] = figures["outcomes"].get(outcome,

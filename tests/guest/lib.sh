@@ -27,12 +27,18 @@ case_dir() {
 	mkdir -p "$OUT/$1" && printf '%s\n' "$OUT/$1"
 }
 
+# A unique line written to the kernel log, and what the log has after it.
+# Counting lines would break once the log buffer wraps; a mark that has
+# been overwritten yields nothing, which the checks then notice.
 dmesg_mark() {
-	dmesg | wc -l
+	read -r id </proc/sys/kernel/random/uuid
+	echo "storm-check-mark $id" >/dev/kmsg
+	printf '%s\n' "$id"
 }
 
 dmesg_since() {
-	dmesg | tail -n "+$(($1 + 1))"
+	dmesg | awk -v id="storm-check-mark $1" 'found { print }
+		index($0, id) { found = 1 }'
 }
 
 hook() {
