@@ -643,21 +643,27 @@ static inline void storm_irqs_sum(const struct storm_irqs *before,
 /*
  * cpulist_parse() lets empty groups through ("1,,2", "1,", ",1"): a typo
  * there should be refused, not read as the CPUs that were spelled out.
+ * -ENODATA: no CPU at all (",").
  */
 static inline int storm_cpulist_syntax(const char *str)
 {
-	bool empty = true;
+	bool empty = true, any = false;
 	const char *p;
 
 	for (p = str; *p; p++) {
 		if (*p == ',') {
-			if (empty)
+			if (empty && any)
 				return -EINVAL;
 			empty = true;
 		} else if (*p != '\n') {
+			if (empty && !any && p != str)
+				return -EINVAL;		/* ",1" */
 			empty = false;
+			any = true;
 		}
 	}
+	if (!any)
+		return -ENODATA;
 	return empty ? -EINVAL : 0;
 }
 
@@ -675,7 +681,13 @@ static inline int storm_parse_cpulist(const char *param, const char *str,
 		pr_err("%s=: empty CPU list\n", param);
 		return -EINVAL;
 	}
-	ret = storm_cpulist_syntax(str) ?: cpulist_parse(str, mask);
+	ret = storm_cpulist_syntax(str);
+	if (ret == -ENODATA) {
+		pr_err("%s=%s: empty CPU list\n", param, str);
+		return -EINVAL;
+	}
+	if (!ret)
+		ret = cpulist_parse(str, mask);
 	if (ret) {
 		pr_err("%s=%s: not a valid CPU list below %u (%d)\n",
 		       param, str, nr_cpu_ids, ret);

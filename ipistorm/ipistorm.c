@@ -135,12 +135,18 @@ static void ipistorm_handler(void *info)
 {
 	__this_cpu_inc(ipistorm_handled);
 	/*
-	 * Not a local_clock() loop: with interrupts off and an unstable
-	 * sched_clock (any TCG guest), local_clock() stops one tick past the
-	 * last tick this CPU took, and such a loop can spin for ever.
+	 * Not local_clock(): with interrupts off and an unstable sched_clock
+	 * (any TCG guest) it stops one tick past the last tick this CPU took,
+	 * and the loop would spin for ever. Not ndelay() either: its loop
+	 * calibration is far off under TCG. The fast monotonic clock reads
+	 * the clocksource itself.
 	 */
-	if (handler_ns)
-		ndelay(handler_ns);
+	if (handler_ns) {
+		u64 end = ktime_get_mono_fast_ns() + handler_ns;
+
+		while (ktime_get_mono_fast_ns() < end)
+			cpu_relax();
+	}
 	if (info) {
 		struct ipistorm_sender *s = info;
 

@@ -249,11 +249,13 @@ def test_timed_runs_until_timeout(guest):
     res = ok(guest.case("slab_timed"))
     assert res["param.numcache"] == "0"
     assert int(res["caches"]) > 0
-    assert int(res["runtime_ns"]) >= 10**9
+    # the deadline is in jiffies, the runtime in ktime: under TCG the two
+    # drift apart by a fraction of a percent
+    assert int(res["runtime_ns"]) >= 0.98 * 10**9
     res = ok(guest.case("slab_remote_timed"))
     assert res["param.numobj"] == "0"
     remote_ok(res, None)
-    assert int(res["runtime_ns"]) >= 10**9
+    assert int(res["runtime_ns"]) >= 0.98 * 10**9
 
 
 def test_latency_histograms_are_consistent(guest):
