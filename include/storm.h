@@ -8,6 +8,7 @@
  *  - storm_ctl:   start barrier, stop flag, deadline, "all workers done"
  *  - storm_hist:  log-linear latency histogram (percentiles in userspace)
  *  - storm_irqs:  per-CPU CAL/RES/TLB snapshots from x86 irq_stat
+ *  - storm_sent:  the IPIs sent, by sender and target (storm_sent.h)
  *  - cpulist parameters with a one-line reason on refusal
  *  - thread helpers and the "name: value" result-file printers
  *
@@ -37,6 +38,8 @@
 #ifdef CONFIG_X86
 #include <asm/hardirq.h>
 #endif
+
+#include "storm_sent.h"
 
 /*
  * Version of the modules, for modinfo. Declaring one also makes modpost
@@ -364,6 +367,7 @@ static int storm_controller_fn(void *arg)
 	struct storm_module *sm = arg;
 
 	sm->run();
+	storm_sent_stop();
 	WRITE_ONCE(sm->reported, true);
 	/* rmmod collects us */
 	storm_thread_park();
@@ -374,24 +378,33 @@ static int storm_controller_fn(void *arg)
 static inline int storm_module_start(struct storm_module *sm)
 {
 	struct task_struct *t;
+	int ret;
 
+	ret = storm_sent_start();
+	if (ret)
+		goto err;
 	if (!sm->background) {
 		sm->run();
+		storm_sent_stop();
 		return 0;
 	}
 	t = kthread_run(storm_controller_fn, sm, KBUILD_MODNAME "/ctl");
 	if (IS_ERR(t)) {
-		pr_err("cannot start the controller thread (%ld)\n",
-		       PTR_ERR(t));
-		storm_ctl_stop(sm->ctl, true);
-		sm->stop_threads();
-		storm_hotplug_unwatch();
-		sm->free();
-		return PTR_ERR(t);
+		ret = PTR_ERR(t);
+		pr_err("cannot start the controller thread (%d)\n", ret);
+		goto err;
 	}
 	get_task_struct(t);
 	sm->controller = t;
 	return 0;
+
+err:
+	storm_ctl_stop(sm->ctl, true);
+	sm->stop_threads();
+	storm_hotplug_unwatch();
+	sm->free();
+	storm_sent_free();
+	return ret;
 }
 
 /*
@@ -409,6 +422,7 @@ static inline void storm_module_exit(struct storm_module *sm)
 		pr_info("unloaded before the storm could report: no result\n");
 	storm_hotplug_unwatch();
 	sm->free();
+	storm_sent_free();
 }
 
 /* ---------------------------------------------------------------------

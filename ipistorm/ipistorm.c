@@ -497,6 +497,7 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 			seq_printf(m, "handled.%d: %llu\n", cpu,
 				   per_cpu(ipistorm_handled, cpu));
 	storm_irqs_show(m, irqs_before, irqs_after);
+	storm_sent_show(m);
 	storm_hotplug_show(m);
 	return 0;
 }
@@ -543,10 +544,12 @@ static void ipistorm_run(void)
 	storm_ctl_wait_ready(&ctl);
 	for_each_possible_cpu(cpu)
 		per_cpu(ipistorm_handled, cpu) = 0;
+	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
 	storm_ctl_go(&ctl, !numipi, timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
+	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	ipistorm_quiesce();
 	ipistorm_stop_senders();

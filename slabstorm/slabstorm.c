@@ -914,6 +914,7 @@ static int slabstorm_result_show(struct seq_file *m, void *v)
 			   phases[PH_ALLOC].count, phases[PH_FREE].count,
 			   slabstorm_outstanding(), drained);
 	storm_irqs_show(m, irqs_before, irqs_after);
+	storm_sent_show(m);
 	storm_hotplug_show(m);
 	return 0;
 }
@@ -1008,11 +1009,13 @@ static int slabstorm_create_fixed(void)
 static void slabstorm_run(void)
 {
 	storm_ctl_wait_ready(&ctl);
+	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
 	storm_ctl_go(&ctl, !(smode == SLABSTORM_REMOTE ? numobj : numcache),
 		     timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
+	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	slabstorm_stop_threads();
 	slabstorm_collect();

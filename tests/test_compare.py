@@ -96,6 +96,35 @@ def test_metrics_of_a_run():
     assert kinds[TARGET_CAL] == "count"
 
 
+def test_sent_rows_next_to_received():
+    """count_sent=1 runs: IPIs sent, received and their ratio, by lkp-style
+    names; the per-CPU sent rows only for the storm's CPUs."""
+    run = json.loads(json.dumps(load("base").runs[0]))
+    res = run["result"]
+    assert not any(k.startswith("sent.") for k in res)
+    assert not any(m.name.endswith("ipis_sent")
+                   for m in metrics.of_run(run))
+    # each CPU sent three IPIs for every one it took, and one RES
+    for c in range(4):
+        res[f"sent.{c}.CAL"] = 3 * res[f"irq.{c}.CAL"]
+        res[f"sent.{c}.RES"] = 1
+        res[f"sent_by.{c}.CAL"] = 0
+    res["sent.source"] = "kprobe native_send_call_func_ipi"
+    rows = {m.name: (m, v) for m, v in metrics.of_run(run).items()}
+    received = sum(res[f"irq.{c}.CAL"] for c in range(4))
+    sent, sent_row = rows["ipistorm.ipis_sent"][1], rows["ipistorm.ipis_sent"][0]
+    assert sent == 3 * received and not sent_row.derived
+    assert rows["ipistorm.ipis_received"][1] == received
+    assert rows["ipistorm.ipis_received"][0].derived
+    assert rows["ipistorm.ipis_sent_per_received"][1] == 3
+    assert rows["ipistorm.ipis_sent_per_received"][0].derived
+    assert rows["ipistorm.sent.RES"][1] == 4
+    assert rows["ipistorm.sent.CPU1.CAL"][1] == 3 * res["irq.1.CAL"]
+    # the storm sends from 0 to 1: no per-CPU rows for 2 and 3
+    assert "ipistorm.sent.CPU2.CAL" not in rows
+    assert "ipistorm.sent_by.CPU0.CAL" not in rows
+
+
 def test_means_match_the_samples():
     cmp = compare.build([load("base"), load("poll")])
     rows = {r.metric.name: r for r in cmp.rows}

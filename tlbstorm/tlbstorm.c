@@ -506,6 +506,7 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 	seq_printf(m, "targets.CAL: %llu\ntargets.RES: %llu\n"
 		   "targets.TLB: %llu\n", sum.cal, sum.res, sum.tlb);
 	storm_irqs_show(m, irqs_before, irqs_after);
+	storm_sent_show(m);
 	storm_hotplug_show(m);
 	return 0;
 }
@@ -555,10 +556,12 @@ static void tlbstorm_run(void)
 			}
 		}
 	}
+	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_snapshot(irqs_after);
+	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	tlbstorm_stop_threads();
 

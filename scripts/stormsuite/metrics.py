@@ -27,6 +27,17 @@ From one run file:
                                             the storm's window only, without
                                             module load and unload (count)
   <storm>.handled                           handler runs (ipistorm) (count)
+  <storm>.ipis_sent                         call-function IPIs the kernel
+                                            sent in the storm window, from
+                                            the module's probes on the send
+                                            functions (sent.<cpu>.CAL)
+  <storm>.sent.CPU1.CAL, <storm>.sent.RES   the same per target CPU, and
+                                            reschedule IPIs sent
+  <storm>.ipis_received                     call-function interrupts received
+                                            (restates <storm>.irq.CAL)
+  <storm>.ipis_sent_per_received            sent / received: how many sends
+                                            the APIC merged into one interrupt
+                                            (1 when every send arrived)
 
 /proc/interrupts is read right before insmod and right after it returns
 (for a background storm, after the storm ended), so it also counts what
@@ -181,12 +192,14 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
 
     cpus_of_storm = storm_cpus(res)
     module_irq: dict[str, dict[int, float]] = {}
+    sent: dict[str, dict[int, float]] = {}
     handled = []
     for key, value in res.items():
         parts = key.split(".")
-        if len(parts) == 3 and parts[0] == "irq" and parts[1].isdigit() \
-                and isinstance(value, (int, float)):
-            module_irq.setdefault(parts[2], {})[int(parts[1])] = float(value)
+        if len(parts) == 3 and parts[0] in ("irq", "sent") \
+                and parts[1].isdigit() and isinstance(value, (int, float)):
+            into = module_irq if parts[0] == "irq" else sent
+            into.setdefault(parts[2], {})[int(parts[1])] = float(value)
         elif len(parts) == 2 and parts[0] == "handled" \
                 and parts[1].isdigit() and isinstance(value, (int, float)):
             handled.append(float(value))
@@ -199,6 +212,7 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
                         = by_cpu[cpu]
     if handled:
         out[Metric(f"{storm}.handled", "count", "")] = sum(handled)
+    out.update(_sent_rows(storm, sent, module_irq, cpus_of_storm))
 
     irq = run["interrupts"]
     # the module's own rows cover the storm window exactly; /proc's rows
@@ -217,6 +231,34 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
             for cpu in per_cpu:
                 out[Metric(lkp_row_name(name, desc, cpu), "count", "",
                            role)] = float(row["delta"][cpus.index(cpu)])
+    return out
+
+
+def _sent_rows(storm: str, sent: dict[str, dict[int, float]],
+               received: dict[str, dict[int, float]],
+               cpus_of_storm: list[int]) -> dict[Metric, float]:
+    """The send side next to the receive side: totals, their ratio, and
+    the per-CPU IPIs sent to each CPU the storm sends from or to."""
+    out: dict[Metric, float] = {}
+    if "CAL" not in sent:
+        return out
+    n_sent = sum(sent["CAL"].values())
+    out[Metric(f"{storm}.ipis_sent", "count", "")] = n_sent
+    if "CAL" in received:
+        n_received = sum(received["CAL"].values())
+        out[Metric(f"{storm}.ipis_received", "count", "", DERIVED)] = \
+            n_received
+        if n_received:
+            out[Metric(f"{storm}.ipis_sent_per_received", "count", "",
+                       DERIVED)] = n_sent / n_received
+    if "RES" in sent:
+        out[Metric(f"{storm}.sent.RES", "count", "")] = \
+            sum(sent["RES"].values())
+    if len(cpus_of_storm) <= MAX_PER_CPU:
+        for cpu in cpus_of_storm:
+            if cpu in sent["CAL"]:
+                out[Metric(f"{storm}.sent.CPU{cpu}.CAL", "count", "")] = \
+                    sent["CAL"][cpu]
     return out
 
 

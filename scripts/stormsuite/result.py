@@ -90,11 +90,13 @@ def histogram(res: dict[str, str], prefix: str = "latency") -> Histogram | None:
                      mean_ns=int(res.get(f"{prefix}.mean_ns", 0)))
 
 
-def per_cpu(res: dict[str, str], field: str) -> dict[int, int]:
-    """e.g. per_cpu(res, "CAL") from irq.<cpu>.CAL lines; "handled" from
-    handled.<cpu> lines."""
+def per_cpu(res: dict[str, str], field: str,
+            source: str = "irq") -> dict[int, int]:
+    """e.g. per_cpu(res, "CAL") from irq.<cpu>.CAL lines (received);
+    per_cpu(res, "CAL", "sent") from sent.<cpu>.CAL (sent to the CPU),
+    "sent_by" (sent from it); "handled" from handled.<cpu> lines."""
     out = {}
-    pat = re.compile(rf"irq\.(\d+)\.{re.escape(field)}$"
+    pat = re.compile(rf"{source}\.(\d+)\.{re.escape(field)}$"
                      if field.isupper() else rf"{re.escape(field)}\.(\d+)$")
     for name, value in res.items():
         m = pat.match(name)

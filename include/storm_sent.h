@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * storm_sent.h - the IPIs a storm made the kernel send, by sender and target.
+ *
+ * irq_stat and /proc/interrupts count the interrupts a CPU *received*.
+ * IPIs of one vector sent to a CPU that still has one pending coalesce in
+ * its APIC (under single-threaded TCG a target rarely runs while a sender
+ * queues, so most do), and a target polling in idle is woken with no IPI
+ * at all. A patch that changes how many IPIs are sent can leave the
+ * received counts unchanged. Only the send functions see the sends.
+ *
+ * On x86 every call-function and reschedule IPI goes through smp_ops
+ * (exported): send_call_func_ipi(mask), send_call_func_single_ipi(cpu)
+ * and smp_send_reschedule(cpu), reached only once the generic code has
+ * decided that an IPI is needed (queue was empty, target not polling).
+ * A kprobe on each function they point to (native_* on bare metal and
+ * under TCG, the paravirt ones under KVM or Xen) counts the IPIs per
+ * target and vector on the sending CPU. 6.4 and later also have the
+ * ipi_send_cpu/ipi_send_cpumask tracepoints; 6.1 does not, and one
+ * mechanism on every kernel keeps the counts comparable across kernels.
+ * CONFIG_KPROBES_ON_FTRACE (Debian's kernels) makes each probe an ftrace
+ * callback at the function's entry, not a breakpoint trap.
+ *
+ * Each CPU counts into its own row (this_cpu_inc: one instruction, safe
+ * against interrupts) and no counter line is shared. The window's counts
+ * are the difference of two snapshots, like irq_stat's. The probes are
+ * registered before the storm's threads are released and removed after
+ * the storm, so their own IPIs (text patching syncs every CPU) fall
+ * outside the window.
+ *
+ * count_sent=0 leaves the probes out: the storm then runs exactly as
+ * without this file, and the result says "sent.source: off".
+ */
+#ifndef _STORM_SENT_H
+#define _STORM_SENT_H
+
+#include <linux/cpumask.h>
+#include <linux/errno.h>
+#include <linux/kprobes.h>
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/moduleparam.h>
+#include <linux/percpu.h>
+#include <linux/sched/clock.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#ifdef CONFIG_X86
+#include <asm/smp.h>
+#endif
+
+static bool count_sent;
+module_param(count_sent, bool, 0444);
+MODULE_PARM_DESC(count_sent, "Count the IPIs sent, per sender and target, with kprobes on the x86 send functions; costs a few percent of a storm that sends an IPI per call (default 0)");
+
+#if defined(CONFIG_X86) && defined(CONFIG_KPROBES) && defined(CONFIG_SMP)
+#define STORM_SENT_POSSIBLE	1
+#else
+#define STORM_SENT_POSSIBLE	0
+#endif
+
+/* Vectors as /proc/interrupts groups them: CAL is both call-function ones. */
+enum storm_sent_vec { STORM_SENT_CAL, STORM_SENT_RES, STORM_SENT_NR_VEC };
+static const char * const storm_sent_vec_name[] = { "CAL", "RES" };
+
+/*
+ * A snapshot, summed over the matrix of counters: to[vec][target] and
+ * by[vec][sender], nr_cpu_ids entries each, and who was online.
+ */
+struct storm_sent_snap {
+	u64 *to;
+	u64 *by;
+	u64 hits;
+	unsigned long *online;
+};
+
+/* Row layout: [vec * nr_cpu_ids + target], then the probe hits. */
+#define STORM_SENT_ROW_LEN	(STORM_SENT_NR_VEC * nr_cpu_ids + 1)
+#define STORM_SENT_HITS		(STORM_SENT_NR_VEC * nr_cpu_ids)
+
+/* Calibration: batches of calls to a probed function, the best one kept. */
+#define STORM_SENT_CAL_BATCHES	16
+#define STORM_SENT_CAL_CALLS	64
+
+static struct {
+	/* per sending CPU, STORM_SENT_ROW_LEN counters */
+	u64 __percpu *rows;
+	/* the three send functions, then storm_sent_calibrate_fn() */
+	struct kprobe probes[4];
+	bool registered;
+	int error;		/* why there are no counts, or 0 */
+	bool counted;		/* both snapshots were taken */
+	unsigned long missed;	/* in the window, see storm_sent_nmissed() */
+	u64 hits;		/* probe hits in the window, all CPUs */
+	u64 bare_ns;		/* best batch without the probe */
+	u64 probed_ns;		/* best batch with it */
+	struct storm_sent_snap before, after;
+} storm_sent;
+
+static inline u64 __percpu *storm_sent_slot(enum storm_sent_vec vec,
+					    unsigned int target)
+{
+	return storm_sent.rows + vec * nr_cpu_ids + target;
+}
+
+#if STORM_SENT_POSSIBLE
+/* kprobe pre-handlers: preemption is off, the CPU is the sender's. */
+static int storm_sent_mask(struct kprobe *p, struct pt_regs *regs)
+{
+	const struct cpumask *mask =
+		(const struct cpumask *)regs_get_kernel_argument(regs, 0);
+	unsigned int cpu;
+
+	for_each_cpu(cpu, mask)
+		this_cpu_inc(*storm_sent_slot(STORM_SENT_CAL, cpu));
+	this_cpu_inc(storm_sent.rows[STORM_SENT_HITS]);
+	return 0;
+}
+
+static inline void storm_sent_one(struct pt_regs *regs,
+				  enum storm_sent_vec vec)
+{
+	unsigned int cpu = regs_get_kernel_argument(regs, 0);
+
+	if (cpu < nr_cpu_ids)
+		this_cpu_inc(*storm_sent_slot(vec, cpu));
+	this_cpu_inc(storm_sent.rows[STORM_SENT_HITS]);
+}
+
+static int storm_sent_single(struct kprobe *p, struct pt_regs *regs)
+{
+	storm_sent_one(regs, STORM_SENT_CAL);
+	return 0;
+}
+
+static int storm_sent_resched(struct kprobe *p, struct pt_regs *regs)
+{
+	storm_sent_one(regs, STORM_SENT_RES);
+	return 0;
+}
+
+/*
+ * What a probe hit costs, measured in every run, outside the window: the
+ * same kind of probe (an ftrace callback at a function's entry) with the
+ * same handler, on a function of ours called with a target out of range,
+ * so that only the hit is counted. Timed without the probe at the start
+ * and with it at the end.
+ */
+static noinline void storm_sent_calibrate_fn(unsigned int cpu)
+{
+	/* a call and an argument the compiler must keep */
+	asm volatile("" : : "r" (cpu) : "memory");
+}
+
+static inline int storm_sent_register(void)
+{
+	struct kprobe *kps[ARRAY_SIZE(storm_sent.probes)];
+	void *addr[] = {
+		smp_ops.send_call_func_ipi,
+		smp_ops.send_call_func_single_ipi,
+		smp_ops.smp_send_reschedule,
+		storm_sent_calibrate_fn,
+	};
+	kprobe_pre_handler_t handler[] = {
+		storm_sent_mask, storm_sent_single, storm_sent_resched,
+		storm_sent_single,
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++) {
+		if (!addr[i])
+			return -ENOENT;
+		memset(&storm_sent.probes[i], 0, sizeof(storm_sent.probes[i]));
+		storm_sent.probes[i].addr = addr[i];
+		storm_sent.probes[i].pre_handler = handler[i];
+		kps[i] = &storm_sent.probes[i];
+	}
+	return register_kprobes(kps, ARRAY_SIZE(kps));
+}
+
+static inline void storm_sent_unregister(void)
+{
+	struct kprobe *kps[ARRAY_SIZE(storm_sent.probes)];
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(kps); i++)
+		kps[i] = &storm_sent.probes[i];
+	/* waits until no handler runs any more */
+	unregister_kprobes(kps, ARRAY_SIZE(kps));
+}
+
+/* Hits not counted: a probe that fired inside another kprobe's handler. */
+static inline unsigned long storm_sent_nmissed(void)
+{
+	unsigned long n = 0;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++)
+		n += storm_sent.probes[i].nmissed;
+	return n;
+}
+#else
+static inline int storm_sent_register(void)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void storm_sent_unregister(void)
+{
+}
+
+static inline unsigned long storm_sent_nmissed(void)
+{
+	return 0;
+}
+
+static inline void storm_sent_calibrate_fn(unsigned int cpu)
+{
+}
+#endif
+
+/* The best batch, in ns per call of storm_sent_calibrate_fn(). */
+static inline u64 storm_sent_time_calls(void)
+{
+	/* an indirect call: no inlining, no clone without the argument */
+	void (*volatile fn)(unsigned int) = storm_sent_calibrate_fn;
+	u64 best = U64_MAX, t0, t;
+	int b, i;
+
+	for (b = 0; b < STORM_SENT_CAL_BATCHES; b++) {
+		preempt_disable();
+		t0 = local_clock();
+		for (i = 0; i < STORM_SENT_CAL_CALLS; i++)
+			fn(nr_cpu_ids);
+		t = local_clock() - t0;
+		preempt_enable();
+		best = min(best, t);
+	}
+	return div_u64(best, STORM_SENT_CAL_CALLS);
+}
+
+static inline void storm_sent_free_snap(struct storm_sent_snap *s)
+{
+	kfree(s->to);
+	kfree(s->by);
+	bitmap_free(s->online);
+	s->to = s->by = NULL;
+	s->online = NULL;
+}
+
+static inline int storm_sent_alloc_snap(struct storm_sent_snap *s)
+{
+	s->to = kcalloc(STORM_SENT_NR_VEC * nr_cpu_ids, sizeof(u64),
+			GFP_KERNEL);
+	s->by = kcalloc(STORM_SENT_NR_VEC * nr_cpu_ids, sizeof(u64),
+			GFP_KERNEL);
+	s->online = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
+	return s->to && s->by && s->online ? 0 : -ENOMEM;
+}
+
+/* Remove the probes: idempotent, and safe if they never were there. */
+static inline void storm_sent_stop(void)
+{
+	if (storm_sent.registered)
+		storm_sent_unregister();
+	storm_sent.registered = false;
+}
+
+static inline void storm_sent_free(void)
+{
+	storm_sent_stop();
+	free_percpu(storm_sent.rows);
+	storm_sent.rows = NULL;
+	storm_sent_free_snap(&storm_sent.before);
+	storm_sent_free_snap(&storm_sent.after);
+}
+
+/*
+ * At the end of a module's init, before its threads are released: -ENOMEM
+ * fails the load; a kernel without the probes only loses the counts.
+ */
+static inline int storm_sent_start(void)
+{
+	int ret;
+
+	if (!count_sent)
+		return 0;
+	storm_sent.rows = __alloc_percpu(STORM_SENT_ROW_LEN * sizeof(u64),
+					 SMP_CACHE_BYTES);
+	if (!storm_sent.rows ||
+	    storm_sent_alloc_snap(&storm_sent.before) ||
+	    storm_sent_alloc_snap(&storm_sent.after)) {
+		pr_err("cannot allocate the send-side counters\n");
+		storm_sent_free();
+		return -ENOMEM;
+	}
+	storm_sent.bare_ns = storm_sent_time_calls();
+	ret = storm_sent_register();
+	if (ret) {
+		pr_warn("cannot probe the IPI send functions (%d): no send-side counts\n",
+			ret);
+		storm_sent.error = ret;
+		return 0;
+	}
+	storm_sent.registered = true;
+	return 0;
+}
+
+static inline void storm_sent_snapshot(struct storm_sent_snap *s)
+{
+	unsigned int sender, target, vec;
+
+	if (!storm_sent.registered)
+		return;
+	memset(s->to, 0, STORM_SENT_NR_VEC * nr_cpu_ids * sizeof(u64));
+	memset(s->by, 0, STORM_SENT_NR_VEC * nr_cpu_ids * sizeof(u64));
+	s->hits = 0;
+	bitmap_copy(s->online, cpumask_bits(cpu_online_mask), nr_cpu_ids);
+	for_each_possible_cpu(sender) {
+		u64 *row = per_cpu_ptr(storm_sent.rows, sender);
+
+		s->hits += READ_ONCE(row[STORM_SENT_HITS]);
+		for (vec = 0; vec < STORM_SENT_NR_VEC; vec++) {
+			for_each_possible_cpu(target) {
+				u64 n = READ_ONCE(row[vec * nr_cpu_ids + target]);
+
+				s->to[vec * nr_cpu_ids + target] += n;
+				s->by[vec * nr_cpu_ids + sender] += n;
+			}
+		}
+	}
+}
+
+/*
+ * Around the storm's irq_stat snapshots: first at the start, last at the
+ * end, so that an IPI received in the window was sent in it.
+ */
+static inline void storm_sent_begin(void)
+{
+	storm_sent_snapshot(&storm_sent.before);
+	storm_sent.missed = storm_sent_nmissed();
+}
+
+static inline void storm_sent_end(void)
+{
+	storm_sent_snapshot(&storm_sent.after);
+	storm_sent.missed = storm_sent_nmissed() - storm_sent.missed;
+	storm_sent.counted = storm_sent.registered;
+	if (storm_sent.counted) {
+		storm_sent.hits = storm_sent.after.hits - storm_sent.before.hits;
+		storm_sent.probed_ns = storm_sent_time_calls();
+	}
+}
+
+/*
+ * "sent.<cpu>.CAL" (IPIs sent to the CPU) and "sent_by.<cpu>.CAL" (sent
+ * from it), and RES, for every CPU online at the start or the end.
+ */
+static inline void storm_sent_show(struct seq_file *m)
+{
+	const struct storm_sent_snap *b = &storm_sent.before;
+	const struct storm_sent_snap *a = &storm_sent.after;
+	unsigned int cpu, vec, i;
+
+	if (!count_sent) {
+		seq_puts(m, "sent.source: off\n");
+		return;
+	}
+	if (!storm_sent.counted) {
+		seq_printf(m, "sent.source: unavailable (%d)\n",
+			   storm_sent.error);
+		return;
+	}
+	seq_printf(m, "sent.source: kprobe %ps %ps %ps\n",
+		   storm_sent.probes[0].addr, storm_sent.probes[1].addr,
+		   storm_sent.probes[2].addr);
+	seq_printf(m, "sent.missed: %lu\n", storm_sent.missed);
+	/* cost: probe_ns per hit, at most hits x probe_ns over all CPUs */
+	seq_printf(m, "sent.hits: %llu\n", storm_sent.hits);
+	seq_printf(m, "sent.probe_ns: %llu\n",
+		   storm_sent.probed_ns > storm_sent.bare_ns ?
+		   storm_sent.probed_ns - storm_sent.bare_ns : 0);
+	for_each_possible_cpu(cpu) {
+		if (!test_bit(cpu, b->online) && !test_bit(cpu, a->online))
+			continue;
+		for (vec = 0; vec < STORM_SENT_NR_VEC; vec++) {
+			i = vec * nr_cpu_ids + cpu;
+			seq_printf(m, "sent.%u.%s: %llu\n", cpu,
+				   storm_sent_vec_name[vec], a->to[i] - b->to[i]);
+			seq_printf(m, "sent_by.%u.%s: %llu\n", cpu,
+				   storm_sent_vec_name[vec], a->by[i] - b->by[i]);
+		}
+	}
+}
+
+#endif /* _STORM_SENT_H */
