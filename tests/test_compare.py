@@ -112,12 +112,16 @@ def test_sent_rows_next_to_received():
     res["sent.source"] = "kprobe native_send_call_func_ipi"
     rows = {m.name: (m, v) for m, v in metrics.of_run(run).items()}
     received = sum(res[f"irq.{c}.CAL"] for c in range(4))
+    # the primary: IPIs sent per call (500 calls); the total restates it
+    per_call = rows["ipistorm.ipis_sent_per_call"]
+    assert per_call[0].primary and per_call[1] == 3 * received / 500
     sent, sent_row = rows["ipistorm.ipis_sent"][1], rows["ipistorm.ipis_sent"][0]
-    assert sent == 3 * received and not sent_row.derived
+    assert sent == 3 * received and sent_row.derived
     assert rows["ipistorm.ipis_received"][1] == received
     assert rows["ipistorm.ipis_received"][0].derived
     assert rows["ipistorm.ipis_sent_per_received"][1] == 3
     assert rows["ipistorm.ipis_sent_per_received"][0].derived
+    assert rows["ipistorm.ipis_sent_per_received"][0].kind == "ratio"
     assert rows["ipistorm.sent.RES"][1] == 4
     assert rows["ipistorm.sent.CPU1.CAL"][1] == 3 * res["irq.1.CAL"]
     # the storm sends from 0 to 1: no per-CPU rows for 2 and 3

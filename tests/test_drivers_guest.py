@@ -21,6 +21,7 @@ import pytest
 
 import conftest
 from conftest import REPO, assert_clean
+from stormsuite import metrics
 
 pytestmark = pytest.mark.guest
 
@@ -139,6 +140,27 @@ def test_other_storm_run_files(full, storm, params):
     assert len(runs) == 2
     for r in runs:
         check_run_file(r, storm, params)
+
+
+def test_sent_counts_in_run_files(full):
+    assert full.rc_of("sent") == 0, full.err("sent")
+    runs = full.runs("sent")
+    assert len(runs) == 2
+    for r in runs:
+        check_run_file(r, "ipistorm", {"numipi": "300", "wait": "0",
+                                       "latency": "0", "count_sent": "1"})
+        res = r["result"]
+        assert res["sent.source"].startswith("kprobe native_send_call_func")
+        to = [res[f"sent.{c}.CAL"] for c in range(4)]
+        by = [res[f"sent_by.{c}.CAL"] for c in range(4)]
+        assert all(isinstance(n, int) and n > 0 for n in to + by)
+        assert sum(to) == sum(by)
+        rows = {m.name: v for m, v in metrics.of_run(r).items()}
+        assert rows["ipistorm.ipis_sent"] == sum(to)
+        assert rows["ipistorm.ipis_received"] == sum(
+            res[f"irq.{c}.CAL"] for c in range(4))
+        assert rows["ipistorm.ipis_sent_per_received"] == pytest.approx(
+            sum(to) / rows["ipistorm.ipis_received"])
 
 
 def test_refused_insmod_writes_nothing(full):

@@ -49,6 +49,8 @@ def fmt_value(x: float, m: metrics.Metric, ref: float | None = None) -> str:
             if abs(x) >= div:
                 return f"{x / div:.4g}{unit}/s"
         return f"{x:.4g}/s"
+    if m.kind == "ratio":
+        return f"{x:.3f}"
     return f"{x:.1f}"
 
 
@@ -68,7 +70,12 @@ def fmt_change(c: verdict.Change) -> str:
     return f"{pct} {mark}"
 
 
-PRIMARY_TITLES = {"time": "time per {op}", "count": "IPIs per {op}"}
+def primary_title(m: metrics.Metric, op: str) -> str:
+    if m.kind == "time":
+        return f"time per {op}"
+    if m.name in metrics.SENT_PRIMARY.values():
+        return f"IPIs sent per {op}"
+    return f"IPIs per {op}"
 
 
 def fmt_primary_value(x: float, m: metrics.Metric) -> str:
@@ -83,9 +90,10 @@ def verdict_lines(cmp: Comparison) -> list[str]:
     (p=..., boots x runs). Centre: the mean of the per-boot summaries;
     spread: their CV (the between-boot spread the test sees)."""
     op = metrics.PRIMARY.get(cmp.storm, ("", "", "op"))[2]
+    width = max([14] + [len(primary_title(r.metric, op)) for r in cmp.primary])
     out = []
     for r in cmp.primary:
-        title = PRIMARY_TITLES[r.metric.kind].format(op=op)
+        title = primary_title(r.metric, op)
         base = r.boot_summaries[0]
         for i in range(1, len(cmp.sets)):
             c = r.changes[i]
@@ -102,7 +110,7 @@ def verdict_lines(cmp: Comparison) -> list[str]:
                 p += f", Holm {c.p_adjusted:.3g}"
             why = "" if c.significant else f"; {c.why_not}"
             out.append(
-                f"{title:<14} {fmt_primary_value(base.mean, r.metric)} "
+                f"{title:<{width}} {fmt_primary_value(base.mean, r.metric)} "
                 f"± {_spread(base)}  ->  "
                 f"{fmt_primary_value(cand.mean, r.metric)} ± {_spread(cand)}"
                 f"   {change}  ({p}, {cmp.size(i)}{why})"
@@ -381,7 +389,8 @@ def main(argv: list[str]) -> int:
         prog="storm compare",
         description="Compare storm result sets, boots as the unit of "
         "replication. First the verdict lines: for the storm's primary "
-        "metrics (time and IPIs per call, flush or op) the change with its "
+        "metrics (time and IPIs per call, flush or op, and IPIs sent per "
+        "operation with count_sent=1) the change with its "
         "95%% confidence interval and (p=..., boots x runs), or ~ when it "
         "is not a change; then the within- and between-boot noise; then a "
         "table of every metric (runtime, latency percentiles, throughput, "

@@ -27,6 +27,8 @@ From one run file:
                                             the storm's window only, without
                                             module load and unload (count)
   <storm>.handled                           handler runs (ipistorm) (count)
+  <storm>.ipis_sent_per_call (_flush, _op)   primary with count_sent=1:
+                                            IPIs sent per operation
   <storm>.ipis_sent                         call-function IPIs the kernel
                                             sent in the storm window, from
                                             the module's probes on the send
@@ -65,13 +67,23 @@ PRIMARY = {
                  "flush"),
     "slabstorm": ("slabstorm.time_per_op_ns", "slabstorm.ipis_per_op", "op"),
 }
+# With count_sent=1 the module also counts the IPIs the kernel sent: a
+# third primary metric, since a patch can change the sends and leave the
+# interrupts taken unchanged (IPIs that arrive while one of the same
+# vector is pending merge in the APIC; docs/ipis-sent.md).
+SENT_PRIMARY = {
+    "ipistorm": "ipistorm.ipis_sent_per_call",
+    "tlbstorm": "tlbstorm.ipis_sent_per_flush",
+    "slabstorm": "slabstorm.ipis_sent_per_op",
+}
 SECONDARY, DERIVED = "secondary", "derived"
 
 
 @dataclasses.dataclass(frozen=True)
 class Metric:
     name: str
-    kind: str           # "time" (lower is better), "rate" (higher), "count"
+    kind: str           # "time" (lower is better), "rate" (higher), "count",
+                        # "ratio" (of two counts; only shown)
     unit: str           # "ns", "/s", ""
     role: str = dataclasses.field(default=SECONDARY, compare=False)
 
@@ -117,6 +129,17 @@ def ipis_of(storm: str, res: dict[str, Any]) -> float | None:
     return sum(cal) if cal else None
 
 
+def sent_of(storm: str, res: dict[str, Any]) -> float | None:
+    """IPIs sent over the storm window (count_sent=1): call-function IPIs
+    (sent.<cpu>.CAL), and for slabstorm reschedule IPIs too, as its
+    run.ipis counts every IPI row; None without the counts."""
+    rows = ("CAL", "RES") if storm == "slabstorm" else ("CAL",)
+    sent = [float(v) for k, v in res.items()
+            if k.startswith("sent.") and k.rsplit(".", 1)[-1] in rows
+            and k.split(".")[1].isdigit() and isinstance(v, (int, float))]
+    return sum(sent) if sent else None
+
+
 def primary_of_run(storm: str, res: dict[str, Any]) -> dict[Metric, float]:
     if storm not in PRIMARY:
         return {}
@@ -130,6 +153,9 @@ def primary_of_run(storm: str, res: dict[str, Any]) -> dict[Metric, float]:
     ipis = ipis_of(storm, res)
     if ipis is not None:
         out[Metric(ipi_name, "count", "", "primary")] = ipis / ops
+    sent = sent_of(storm, res)
+    if sent is not None:
+        out[Metric(SENT_PRIMARY[storm], "count", "", "primary")] = sent / ops
     return out
 
 
@@ -212,7 +238,7 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
                         = by_cpu[cpu]
     if handled:
         out[Metric(f"{storm}.handled", "count", "")] = sum(handled)
-    out.update(_sent_rows(storm, sent, module_irq, cpus_of_storm))
+    out.update(_sent_rows(storm, sent, module_irq, cpus_of_storm, derived))
 
     irq = run["interrupts"]
     # the module's own rows cover the storm window exactly; /proc's rows
@@ -236,20 +262,21 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
 
 def _sent_rows(storm: str, sent: dict[str, dict[int, float]],
                received: dict[str, dict[int, float]],
-               cpus_of_storm: list[int]) -> dict[Metric, float]:
-    """The send side next to the receive side: totals, their ratio, and
+               cpus_of_storm: list[int], role: str) -> dict[Metric, float]:
+    """The send side next to the receive side: totals (derived from the
+    primary IPIs sent per operation when there is one), their ratio, and
     the per-CPU IPIs sent to each CPU the storm sends from or to."""
     out: dict[Metric, float] = {}
     if "CAL" not in sent:
         return out
     n_sent = sum(sent["CAL"].values())
-    out[Metric(f"{storm}.ipis_sent", "count", "")] = n_sent
+    out[Metric(f"{storm}.ipis_sent", "count", "", role)] = n_sent
     if "CAL" in received:
         n_received = sum(received["CAL"].values())
         out[Metric(f"{storm}.ipis_received", "count", "", DERIVED)] = \
             n_received
         if n_received:
-            out[Metric(f"{storm}.ipis_sent_per_received", "count", "",
+            out[Metric(f"{storm}.ipis_sent_per_received", "ratio", "",
                        DERIVED)] = n_sent / n_received
     if "RES" in sent:
         out[Metric(f"{storm}.sent.RES", "count", "")] = \

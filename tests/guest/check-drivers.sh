@@ -35,5 +35,8 @@ fi
 if [ -f slabstorm/slabstorm.c ]; then
 	case_run slabstorm --runs 2 slabstorm mode=shrink numcache=50
 fi
+# the send-side counts reach the run files
+case_run sent --runs 2 --warmup 0 --label sent ipistorm numipi=300 wait=0 \
+	latency=0 count_sent=1
 # refused by the module: the reason comes from dmesg, nothing is written
 case_run bad_cpulist --runs 1 --label refused ipistorm numipi=10 cpulist=64
