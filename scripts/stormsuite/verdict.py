@@ -3,9 +3,10 @@
 Boots are the unit of replication (stats.py): each boot of each side is
 reduced to one number per metric, and the sides are compared on those.
 
-The verdict is carried by each storm's two primary metrics (metrics.py,
-PRIMARY): time per operation and IPIs per operation. They form the first
-family: Holm's correction over the two, at 1 - confidence (a row that
+The verdict is carried by each storm's primary metrics (metrics.py,
+PRIMARY): time per operation and IPIs per operation, and with
+count_sent=1 IPIs sent per operation (SENT_PRIMARY). They form the first
+family: Holm's correction over them, at 1 - confidence (a row that
 is not a change by rule, e.g. below --min-effect, is left out of its
 family's correction). A primary
 metric is a change when its corrected p-value is below alpha, its
@@ -14,8 +15,8 @@ the ratio) holds no zero, and the change is at least --min-effect.
 
 Secondary rows (latency percentiles, interrupt rows) are the second
 family, tested only behind the first (parallel gatekeeping): with no
-primary change no secondary row is marked; with one of the two, Holm at
-alpha/2; with both, Holm at alpha. Whatever the dependence between rows,
+primary change no secondary row is marked; with k of the n primaries
+changed, Holm at alpha * k / n (one of two: alpha/2; both: alpha). Whatever the dependence between rows,
 the chance that an A/A comparison marks anything stays at most alpha.
 Rows that restate another (metrics.DERIVED, and a per-CPU row equal to
 its total in every run) are shown, never tested. Counts follow lkp-tests:
