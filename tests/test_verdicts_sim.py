@@ -9,6 +9,8 @@ docs/drivers.md by `storm simulate`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,39 @@ def test_aa_false_alarms_at_most_5_percent():
     print(f"A/A, 1000 comparisons of 3+3 boots x 5 runs: {100 * marked:.1f}% "
           f"marked anything, {100 * called:.1f}% called the primary time")
     assert marked <= 0.05
+
+
+def test_aa_with_sent_counts_false_alarms_at_most_5_percent():
+    """count_sent=1 adds a third primary metric (IPIs sent per call) to
+    the Holm family; A/A still marks anything at most 5% of the time."""
+    rng = np.random.default_rng(15)
+    noise = simulate.Noise(run_cv=0.10, boot_cv=0.06, sent_per_call=1.0)
+    marked, _ = simulate.comparisons(rng, noise, 0.0, trials=500,
+                                     boots=3, nruns=5)
+    print(f"A/A with sent counts, 500 comparisons: {100 * marked:.1f}% "
+          "marked anything")
+    assert marked <= 0.05
+
+
+def test_tripled_sends_are_called_and_nothing_else():
+    """Seed 000 reverted: the kernel sends 3 IPIs per call and the target
+    takes one. Only the sent rows change: the verdict calls IPIs sent per
+    call every time, and the time and received IPIs never."""
+    rng = np.random.default_rng(0)
+    once = simulate.Noise(run_cv=0.10, boot_cv=0.06, sent_per_call=1.0)
+    thrice = dataclasses.replace(once, sent_per_call=3.0)
+    trials = 100
+    called = other = 0
+    for _ in range(trials):
+        cmp = verdict.build([simulate.side(rng, once, 1.0, 3, 5, "A"),
+                             simulate.side(rng, thrice, 1.0, 3, 5, "B")])
+        by_name = {r.metric.name: r.changes[1] for r in cmp.primary}
+        called += by_name["ipistorm.ipis_sent_per_call"].significant
+        other += by_name["ipistorm.ipis_per_call"].significant
+    assert called == trials
+    # the time may be called by chance (5% at most in A/A); the received
+    # IPIs are exactly equal
+    assert other == 0
 
 
 def test_runs_as_samples_would_fail_the_same_bound():

@@ -41,10 +41,17 @@ class Noise:
     run_cv: float = 0.10        # per-run lognormal sigma
     boot_cv: float = 0.06       # per-boot lognormal drift sigma
     base_ns: float = 40000.0    # time per call
+    # count_sent=1: IPIs sent per call to the target (None: no send-side
+    # counts); 2% of the calls find the target polling and send none
+    sent_per_call: float | None = None
+
+
+POLLING = 0.02
 
 
 def run_doc(rng: np.random.Generator, per_call_ns: float, label: str,
-            boot: str, series: str, index: int) -> dict[str, Any]:
+            boot: str, series: str, index: int,
+            sent_per_call: float | None = None) -> dict[str, Any]:
     runtime = per_call_ns * CALLS
     loc = rng.poisson(runtime / 1e9 * TICK_HZ * CPUS)
     res_ipis = rng.poisson(3)
@@ -56,6 +63,15 @@ def run_doc(rng: np.random.Generator, per_call_ns: float, label: str,
         "handled.1": CALLS, "irq.0.CAL": int(stray),
         "irq.1.CAL": CALLS, "irq.0.RES": int(res_ipis), "irq.1.RES": 0,
     }
+    if sent_per_call is not None:
+        to_target = round(CALLS * sent_per_call) - rng.binomial(CALLS, POLLING)
+        result.update({
+            "sent.source": "kprobe (simulated)",
+            "sent.0.CAL": int(stray), "sent_by.0.CAL": int(to_target),
+            "sent.1.CAL": int(to_target), "sent_by.1.CAL": int(stray),
+            "sent.0.RES": int(res_ipis), "sent_by.0.RES": 0,
+            "sent.1.RES": 0, "sent_by.1.RES": int(res_ipis),
+        })
     rows = {
         "CAL": {"description": "Function call interrupts",
                 "total": CALLS + int(stray) + 40,
@@ -80,7 +96,8 @@ def boot_runs(rng: np.random.Generator, noise: Noise, level: float,
     drift = rng.normal(0, noise.boot_cv)
     return [run_doc(rng, noise.base_ns * level
                     * math.exp(drift + rng.normal(0, noise.run_cv)),
-                    label, boot, "sim", i + 1) for i in range(nruns)]
+                    label, boot, "sim", i + 1, noise.sent_per_call)
+            for i in range(nruns)]
 
 
 def side(rng: np.random.Generator, noise: Noise, level: float, boots: int,
