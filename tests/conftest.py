@@ -167,10 +167,19 @@ def pytest_collection_finish(session):
         params = getattr(getattr(item, "callspec", None), "params", {})
         named = {v for v in params.values() if v in KERNELS}
         kernels |= named or set(KERNELS)
-    for key in planned_boots(kernels):
-        start_boot(*key)
+    # The A/A matrix (four short boots in a row) goes between the full
+    # boots and the short idle=poll ones, so that the two pool workers
+    # end at about the same time: one runs a full boot then the A/A,
+    # the other a full boot then both idle boots.
+    boots = planned_boots(kernels)
+    for key in boots:
+        if key[2] == "full":
+            start_boot(*key)
     if aa:
         start_aa()
+    for key in boots:
+        if key[2] != "full":
+            start_boot(*key)
 
 
 def pytest_sessionfinish(session):
