@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from stormsuite import result
+from stormsuite import result, show
 
 DATA = pathlib.Path(__file__).parent / "data"
 
@@ -117,3 +117,34 @@ def test_bad_bucket_refused():
                                                    [0, 1, 8, 10, 11])])
 def test_cpulist(text, cpus):
     assert result.cpulist(text) == cpus
+
+
+SENT_RESULT = """storm: ipistorm
+schema: 1
+kernel: 6.1.0
+status: done
+runtime_ns: 1000000
+sender.0.target: 1
+sender.0.calls: 10
+sender.0.runtime_ns: 1000000
+irq.1.CAL: 7
+sent.source: kprobe native_send_call_func_ipi
+sent.missed: 1
+sent.hits: 12
+sent.probe_ns: 250
+sent.0.CAL: 2
+sent_by.0.CAL: 10
+sent.1.CAL: 10
+sent_by.1.CAL: 2
+"""
+
+
+def test_sent_counts_by_target_and_sender():
+    res = result.parse(SENT_RESULT)
+    assert result.per_cpu(res, "CAL") == {1: 7}
+    assert result.per_cpu(res, "CAL", "sent") == {0: 2, 1: 10}
+    assert result.per_cpu(res, "CAL", "sent_by") == {0: 10, 1: 2}
+    text = show.summary(res)
+    assert "CAL sent to cpu: 0:2 1:10  (total 12)" in text
+    assert "CAL sent by cpu: 0:10 1:2  (total 12)" in text
+    assert "sent: 12 probe hits at 250 ns, 1 missed" in text

@@ -49,6 +49,16 @@ def summary(res: dict[str, str]) -> str:
         if per:
             cells = " ".join(f"{c}:{v}" for c, v in sorted(per.items()))
             lines.append(f"  {row} by cpu: {cells}  (total {sum(per.values())})")
+    for row in ("CAL", "RES"):
+        for source, what in (("sent", "sent to"), ("sent_by", "sent by")):
+            per = result.per_cpu(res, row, source)
+            if per:
+                cells = " ".join(f"{c}:{v}" for c, v in sorted(per.items()))
+                lines.append(f"  {row} {what} cpu: {cells}  "
+                             f"(total {sum(per.values())})")
+    if "sent.probe_ns" in res:
+        lines.append(f"  sent: {res['sent.hits']} probe hits at "
+                     f"{res['sent.probe_ns']} ns, {res['sent.missed']} missed")
     return "\n".join(lines)
 
 
