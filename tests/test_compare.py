@@ -522,3 +522,32 @@ def test_a_busy_host_is_reported(tmp_path):
     edit_runs(d, lambda doc: doc["run"].update(host_load_end="3.1"))
     cmp = compare.build([load("base"), runs.load_series(d)])
     assert not any("host's load" in w for w in cmp.warnings)
+
+
+def test_report_styles():
+    """storm report on the captured 6.12 runs, HLT idle against idle=poll:
+    the 0-day table and the mmtests blocks, numbers from the comparison."""
+    from stormsuite import report
+    cmp = compare.build([load("base"), load("poll")])
+    rows = {r.metric.name: r for r in cmp.rows}
+    time = rows["ipistorm.time_per_call_ns"].summaries
+    text = report.zeroday(cmp)
+    lines = text.splitlines()
+    assert lines[0] == ("ipistorm cpulist=0 delay=50 numipi=500 offset=1 "
+                        "single=1 wait=1")
+    assert lines[4].strip() == "%stddev     %change         %stddev"
+    line = next(x for x in lines if x.endswith("ipistorm.time_per_call_ns"))
+    pct = (time[1].amean / time[0].amean - 1) * 100
+    assert f"{pct:+.1f}%" in line
+    assert f"{time[0].amean:.0f}" in line and f"{time[1].amean:.0f}" in line
+    # the IPIs drop with idle=poll: a marked row, so it is listed
+    assert any(x.endswith("ipistorm.ipis_per_call") for x in lines)
+    mm = report.mmtests(cmp)
+    assert "Units         : Normalized time per call" in mm
+    assert "Interpretation: Lower is better" in mm
+    base_line = next(x for x in mm.splitlines()
+                     if x.startswith(L["base"]))
+    assert "1.00 [  0.00]" in base_line
+    poll_line = next(x for x in mm.splitlines() if x.startswith(L["poll"]))
+    ratio = time[1].mean / time[0].mean
+    assert f"{ratio:6.2f} [{(1 - ratio) * 100:6.2f}]" in poll_line

@@ -9,6 +9,7 @@ SUBCOMMANDS = {
     "vm": ("vm", "boot a kernel in a QEMU guest and run a command in it"),
     "show": ("show", "summarise storm result files (latency percentiles)"),
     "compare": ("compare", "compare result sets: mean, CV, change, significance"),
+    "report": ("report", "a comparison in 0-day or mmtests style, for mail"),
     "matrix": ("matrix", "run a storm on several kernels/boot args, then compare"),
     "kernel": ("kbuild", "kernel build TREE: a guest kernel and the storms"),
     "ab": ("ab", "a patched kernel against its baseline, built and compared"),
