@@ -1,4 +1,4 @@
-"""stormsuite.dmesg: what fails a guest run, and the storms' own lines."""
+"""stormsuite.dmesg: what fails a guest run."""
 
 import pathlib
 
@@ -11,13 +11,9 @@ DATA = pathlib.Path(__file__).parent / "data"
 
 def test_real_interrupted_storm_log():
     log = (DATA / "dmesg-6.1-signal.txt").read_text()
+    # an interrupted storm is not a kernel problem
+    assert "ipistorm: End of test: FAILURE (interrupted)" in log
     assert dmesg.problems(log) == []
-    v = dmesg.verdicts(log)
-    assert len(v) == 1 and v[0].module == "ipistorm"
-    assert not v[0].success and v[0].note == "interrupted"
-    lines = dmesg.module_lines(log, "ipistorm")
-    assert lines[0].startswith("numipi=0 timeout=60")
-    assert lines[-1] == "End of test: FAILURE (interrupted)"
 
 
 @pytest.mark.parametrize("line", [
@@ -32,11 +28,6 @@ def test_real_interrupted_storm_log():
 ])
 def test_problem_lines_are_caught(line):
     assert dmesg.problems("ok line\n" + line + "\nanother\n") == [line]
-
-
-def test_success_verdict():
-    v = dmesg.verdicts("[ 1.0] tlbstorm: End of test: SUCCESS\n")
-    assert v[0].module == "tlbstorm" and v[0].success and v[0].note is None
 
 
 def test_debug_is_not_a_bug():
