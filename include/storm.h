@@ -633,6 +633,50 @@ static inline void storm_irqs_show(struct seq_file *m,
 	}
 }
 
+/*
+ * "sent.<cpu>.CAL" (IPIs sent to the CPU) and "sent_by.<cpu>.CAL" (sent
+ * from it), and RES, for the CPUs storm_irqs_show() reports on.
+ */
+static inline void storm_sent_show(struct seq_file *m,
+				   const struct storm_irqs *before,
+				   const struct storm_irqs *after)
+{
+	const struct storm_sent_snap *b = &storm_sent.before;
+	const struct storm_sent_snap *a = &storm_sent.after;
+	unsigned int vec, i;
+	int cpu;
+
+	if (!count_sent) {
+		seq_puts(m, "sent.source: off\n");
+		return;
+	}
+	if (!storm_sent.counted) {
+		seq_printf(m, "sent.source: unavailable (%d)\n",
+			   storm_sent.error);
+		return;
+	}
+	seq_printf(m, "sent.source: kprobe %ps %ps %ps\n",
+		   storm_sent.probes[0].addr, storm_sent.probes[1].addr,
+		   storm_sent.probes[2].addr);
+	seq_printf(m, "sent.missed: %lu\n", storm_sent.missed);
+	/* cost: probe_ns per hit, at most hits x probe_ns over all CPUs */
+	seq_printf(m, "sent.hits: %llu\n", storm_sent.hits);
+	seq_printf(m, "sent.probe_ns: %llu\n",
+		   storm_sent.probed_ns > storm_sent.bare_ns ?
+		   storm_sent.probed_ns - storm_sent.bare_ns : 0);
+	for_each_possible_cpu(cpu) {
+		if (!storm_cpu_seen(before, after, cpu))
+			continue;
+		for (vec = 0; vec < STORM_SENT_NR_VEC; vec++) {
+			i = vec * nr_cpu_ids + cpu;
+			seq_printf(m, "sent.%d.%s: %llu\n", cpu,
+				   storm_sent_vec_name[vec], a->to[i] - b->to[i]);
+			seq_printf(m, "sent_by.%d.%s: %llu\n", cpu,
+				   storm_sent_vec_name[vec], a->by[i] - b->by[i]);
+		}
+	}
+}
+
 static inline void storm_irqs_sum(const struct storm_irqs *before,
 				  const struct storm_irqs *after,
 				  const struct cpumask *cpus,

@@ -28,6 +28,9 @@
  * the storm, so their own IPIs (text patching syncs every CPU) fall
  * outside the window.
  *
+ * The result lines are storm_sent_show()'s, in storm.h next to the
+ * irq_stat ones, for the same CPUs.
+ *
  * count_sent=0 leaves the probes out: the storm then runs exactly as
  * without this file, and the result says "sent.source: off".
  */
@@ -64,13 +67,12 @@ static const char * const storm_sent_vec_name[] = { "CAL", "RES" };
 
 /*
  * A snapshot, summed over the matrix of counters: to[vec][target] and
- * by[vec][sender], nr_cpu_ids entries each, and who was online.
+ * by[vec][sender], nr_cpu_ids entries each.
  */
 struct storm_sent_snap {
 	u64 *to;
 	u64 *by;
 	u64 hits;
-	unsigned long *online;
 };
 
 /* Row layout: [vec * nr_cpu_ids + target], then the probe hits. */
@@ -242,9 +244,7 @@ static inline void storm_sent_free_snap(struct storm_sent_snap *s)
 {
 	kfree(s->to);
 	kfree(s->by);
-	bitmap_free(s->online);
 	s->to = s->by = NULL;
-	s->online = NULL;
 }
 
 static inline int storm_sent_alloc_snap(struct storm_sent_snap *s)
@@ -253,8 +253,7 @@ static inline int storm_sent_alloc_snap(struct storm_sent_snap *s)
 			GFP_KERNEL);
 	s->by = kcalloc(STORM_SENT_NR_VEC * nr_cpu_ids, sizeof(u64),
 			GFP_KERNEL);
-	s->online = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
-	return s->to && s->by && s->online ? 0 : -ENOMEM;
+	return s->to && s->by ? 0 : -ENOMEM;
 }
 
 /* Remove the probes: idempotent, and safe if they never were there. */
@@ -314,7 +313,6 @@ static inline void storm_sent_snapshot(struct storm_sent_snap *s)
 	memset(s->to, 0, STORM_SENT_NR_VEC * nr_cpu_ids * sizeof(u64));
 	memset(s->by, 0, STORM_SENT_NR_VEC * nr_cpu_ids * sizeof(u64));
 	s->hits = 0;
-	bitmap_copy(s->online, cpumask_bits(cpu_online_mask), nr_cpu_ids);
 	for_each_possible_cpu(sender) {
 		u64 *row = per_cpu_ptr(storm_sent.rows, sender);
 
@@ -348,47 +346,6 @@ static inline void storm_sent_end(void)
 	if (storm_sent.counted) {
 		storm_sent.hits = storm_sent.after.hits - storm_sent.before.hits;
 		storm_sent.probed_ns = storm_sent_time_calls();
-	}
-}
-
-/*
- * "sent.<cpu>.CAL" (IPIs sent to the CPU) and "sent_by.<cpu>.CAL" (sent
- * from it), and RES, for every CPU online at the start or the end.
- */
-static inline void storm_sent_show(struct seq_file *m)
-{
-	const struct storm_sent_snap *b = &storm_sent.before;
-	const struct storm_sent_snap *a = &storm_sent.after;
-	unsigned int cpu, vec, i;
-
-	if (!count_sent) {
-		seq_puts(m, "sent.source: off\n");
-		return;
-	}
-	if (!storm_sent.counted) {
-		seq_printf(m, "sent.source: unavailable (%d)\n",
-			   storm_sent.error);
-		return;
-	}
-	seq_printf(m, "sent.source: kprobe %ps %ps %ps\n",
-		   storm_sent.probes[0].addr, storm_sent.probes[1].addr,
-		   storm_sent.probes[2].addr);
-	seq_printf(m, "sent.missed: %lu\n", storm_sent.missed);
-	/* cost: probe_ns per hit, at most hits x probe_ns over all CPUs */
-	seq_printf(m, "sent.hits: %llu\n", storm_sent.hits);
-	seq_printf(m, "sent.probe_ns: %llu\n",
-		   storm_sent.probed_ns > storm_sent.bare_ns ?
-		   storm_sent.probed_ns - storm_sent.bare_ns : 0);
-	for_each_possible_cpu(cpu) {
-		if (!test_bit(cpu, b->online) && !test_bit(cpu, a->online))
-			continue;
-		for (vec = 0; vec < STORM_SENT_NR_VEC; vec++) {
-			i = vec * nr_cpu_ids + cpu;
-			seq_printf(m, "sent.%u.%s: %llu\n", cpu,
-				   storm_sent_vec_name[vec], a->to[i] - b->to[i]);
-			seq_printf(m, "sent_by.%u.%s: %llu\n", cpu,
-				   storm_sent_vec_name[vec], a->by[i] - b->by[i]);
-		}
 	}
 }
 

@@ -497,7 +497,7 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 			seq_printf(m, "handled.%d: %llu\n", cpu,
 				   per_cpu(ipistorm_handled, cpu));
 	storm_irqs_show(m, irqs_before, irqs_after);
-	storm_sent_show(m);
+	storm_sent_show(m, irqs_before, irqs_after);
 	storm_hotplug_show(m);
 	return 0;
 }

@@ -914,7 +914,7 @@ static int slabstorm_result_show(struct seq_file *m, void *v)
 			   phases[PH_ALLOC].count, phases[PH_FREE].count,
 			   slabstorm_outstanding(), drained);
 	storm_irqs_show(m, irqs_before, irqs_after);
-	storm_sent_show(m);
+	storm_sent_show(m, irqs_before, irqs_after);
 	storm_hotplug_show(m);
 	return 0;
 }

@@ -506,7 +506,7 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 	seq_printf(m, "targets.CAL: %llu\ntargets.RES: %llu\n"
 		   "targets.TLB: %llu\n", sum.cal, sum.res, sum.tlb);
 	storm_irqs_show(m, irqs_before, irqs_after);
-	storm_sent_show(m);
+	storm_sent_show(m, irqs_before, irqs_after);
 	storm_hotplug_show(m);
 	return 0;
 }
