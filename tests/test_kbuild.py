@@ -4,12 +4,11 @@ configuration checks, the refusals, and what a half-built directory is."""
 from __future__ import annotations
 
 import pathlib
-import shutil
 import subprocess
 
 import pytest
 
-from stormsuite import ab, kbuild, kernels
+from stormsuite import ab, kbuild, kernels, source
 
 STORM = str(kbuild.REPO / "scripts" / "storm")
 
@@ -184,14 +183,16 @@ def test_ab_refuses_a_patch_that_does_not_apply(tmp_path):
     patch = tmp_path / "0001-fix.patch"
     patch.write_text("--- a/smp.c\n+++ b/smp.c\n@@ -1 +1 @@\n"
                      "-int b;\n+int c;\n")
-    wt = kbuild.default_out(tree, "ab-src")
-    try:
-        res = subprocess.run([STORM, "ab", "--tree", str(tree), "--base",
-                              "HEAD", "--patch", str(patch), "ipistorm"],
-                             capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL)
-        assert res.returncode == 2
-        assert "does not apply" in res.stderr
-        assert "building" not in res.stderr
-    finally:
-        shutil.rmtree(wt, ignore_errors=True)
+    before = sorted(source.BUILD_ROOT.glob("*")) \
+        if source.BUILD_ROOT.exists() else []
+    res = subprocess.run([STORM, "ab", "--tree", str(tree), "--base",
+                          "HEAD", "--patch", str(patch), "ipistorm"],
+                         capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 2
+    assert "does not apply" in res.stderr
+    assert "building" not in res.stderr
+    # checked in a scratch index: no source directory, no build directory
+    after = sorted(source.BUILD_ROOT.glob("*")) \
+        if source.BUILD_ROOT.exists() else []
+    assert after == before

@@ -3,9 +3,11 @@
     storm ab --tree TREE --base REV (--patched REV | --patch FILE)
              [--runs N] STORM [PARAM=VALUE ...]
 
-Both kernels are built from a scratch git worktree of TREE (the user's
-checkout is never touched), each into its own build directory, sharing
-ccache, so the second build compiles little. Each is named by its
+Both kernels are built from build/kernel/src (source.py: the revision
+written out of TREE, the user's checkout never touched), each into its
+own build directory next to it, so that every build of a revision, from
+any tree, hits the same ccache entries and an unchanged base is not
+rebuilt at all. Each is named by its
 revision through make LOCALVERSION= (6.1.192-storm-1a2b3c4 and
 6.1.192-storm-1a2b3c4-fix-smp), which is also the label of its results.
 Then the two kernels are measured as a matrix does (matrix.py:
@@ -20,23 +22,8 @@ import pathlib
 import re
 import sys
 
-from . import compare, kbuild, matrix
+from . import compare, kbuild, matrix, source
 from .kbuild import git
-
-
-def worktree(tree: pathlib.Path) -> pathlib.Path:
-    """A scratch worktree of TREE under build/kernel, made once."""
-    wt = kbuild.default_out(tree, "ab-src")
-    if not (wt / ".git").exists():
-        wt.parent.mkdir(parents=True, exist_ok=True)
-        git(tree, "worktree", "prune")
-        git(tree, "worktree", "add", "--detach", "--force", str(wt), "HEAD")
-    return wt
-
-
-def checkout(wt: pathlib.Path, rev: str) -> None:
-    git(wt, "checkout", "--quiet", "--force", "--detach", rev)
-    git(wt, "clean", "-fdqx")
 
 
 def patch_name(patch: pathlib.Path) -> str:
@@ -87,55 +74,61 @@ def main(argv: list[str]) -> int:
         base = git(tree, "rev-parse", "--verify", f"{args.base}^{{commit}}")
         patched = git(tree, "rev-parse", "--verify",
                       f"{args.patched}^{{commit}}") if args.patched else ""
-        wt = worktree(tree)
     except RuntimeError as e:
         print(f"storm ab: {tree}: {e}", file=sys.stderr)
         return 2
     if args.patch:
         # before the baseline build, not after its quarter of an hour
-        checkout(wt, base)
         try:
-            git(wt, "apply", "--check", str(args.patch.resolve()))
-        except RuntimeError as e:
-            print(f"storm ab: {args.patch} does not apply to "
-                  f"{base[:12]}: {e}", file=sys.stderr)
+            source.check_patch(tree, base, args.patch)
+        except source.SourceError as e:
+            print(f"storm ab: {args.patch} does not apply to {base[:12]}: "
+                  f"{e}", file=sys.stderr)
             return 2
+    # the build directories are in use until the last boot is done
+    with source.lock("storm ab"):
+        try:
+            outs = build_both(tree, base, patched, args)
+        except (kbuild.BuildError, source.SourceError) as e:
+            print(f"storm ab: {e}", file=sys.stderr)
+            return 1
+        releases = [kbuild.release_of(out) for out in outs]
+        sides = [matrix.Side(str(out), args.append, label) for out, label in
+                 zip(outs, matrix.unique_labels(
+                     [matrix.label_for(r, args.append) for r in releases]))]
+        return matrix.measure_and_compare(sides, args, "storm ab")
 
-    outs: list[pathlib.Path] = []
-    releases: list[str] = []
-    builds = [("base", base, None, f"-storm-{base[:7]}")]
-    if args.patch:
-        builds.append(("patched", base, args.patch.resolve(),
-                      f"-storm-{base[:7]}-{patch_name(args.patch)}"))
+
+def build_both(tree: pathlib.Path, base: str, patched: str,
+               args: argparse.Namespace) -> list[pathlib.Path]:
+    """Build (or find already built) the base and the patched kernel."""
+    patch = args.patch.resolve() if args.patch else None
+    if patch is not None:
+        sides = [("base", base, None, f"-storm-{base[:7]}"),
+                 ("patched", base, patch,
+                  f"-storm-{base[:7]}-{patch_name(patch)}")]
     else:
-        builds.append(("patched", patched, None, f"-storm-{patched[:7]}"))
-    try:
-        for name, rev, patch, localversion in builds:
-            checkout(wt, rev)
-            if patch is not None:
-                try:
-                    git(wt, "apply", "--index", str(patch))
-                except RuntimeError as e:
-                    print(f"storm ab: {patch} does not apply to "
-                          f"{rev[:12]}: {e}", file=sys.stderr)
-                    return 2
-            print(f"storm ab: building {name} ({rev[:12]}"
-                  + (f" + {patch.name}" if patch else "") + ")",
+        sides = [("base", base, None, f"-storm-{base[:7]}"),
+                 ("patched", patched, None, f"-storm-{patched[:7]}")]
+    fragments = tuple(f.resolve() for f in args.config)
+    outs = []
+    for name, rev, side_patch, localversion in sides:
+        out = source.build_dir(f"ab-{name}")
+        revision = rev[:12] + (f"+{side_patch.name}@"
+                               f"{kbuild.file_id(side_patch)}"
+                               if side_patch else "")
+        if kbuild.built_as(out, revision, fragments, localversion):
+            print(f"storm ab: {name}: {out} already holds {revision}",
                   file=sys.stderr, flush=True)
-            built = kbuild.build(wt, kbuild.default_out(tree, f"ab-{name}"),
-                                 fragments=tuple(args.config),
-                                 localversion=localversion)
+            kbuild.build_storms(out)
+        else:
+            source.checkout(tree, rev, "storm ab", side_patch)
+            print(f"storm ab: building {name} ({revision})",
+                  file=sys.stderr, flush=True)
+            built = kbuild.build(source.SRC, out, fragments=fragments,
+                                 localversion=localversion,
+                                 revision=revision)
             print(f"storm ab: {name}: {built.release} built in "
                   f"{built.seconds:.0f} s", file=sys.stderr, flush=True)
-            outs.append(built.out)
-            releases.append(built.release)
-    except kbuild.BuildError as e:
-        print(f"storm ab: {e}", file=sys.stderr)
-        return 1
-    finally:
-        checkout(wt, base)
-
-    sides = [matrix.Side(str(out), args.append, label) for out, label in
-             zip(outs, matrix.unique_labels(
-                 [matrix.label_for(r, args.append) for r in releases]))]
-    return matrix.measure_and_compare(sides, args, "storm ab")
+        outs.append(out)
+    return outs

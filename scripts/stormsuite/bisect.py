@@ -43,7 +43,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import REPO, classify, compare, guest, kbuild, matrix, metrics, runs, stats
+from . import (REPO, classify, compare, guest, kbuild, matrix, metrics, runs,
+               source, stats)
 from .kbuild import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
@@ -116,30 +117,26 @@ def build_for(state: dict[str, Any], sha: str) -> tuple[pathlib.Path, str]:
         name, localversion = PARENT_BUILD
     else:
         name, localversion = STEP_BUILD
-    return kbuild.default_out(pathlib.Path(state["tree"]), name), localversion
+    return source.build_dir(name), localversion
 
 
 def ensure_built(state: dict[str, Any], sha: str) -> pathlib.Path:
-    """Build sha unless its build dir already has it, checked out in the
-    tree first when it is not HEAD (the endpoints, before git bisect
-    starts), and build the storms against it while the tree is there."""
+    """Build sha unless its build dir already has it. The revision is
+    written to build/kernel/src and built from there (source.py): the
+    tree's checkout is not needed, and every tree of the same source
+    shares the compiler cache and the build directories."""
     tree = pathlib.Path(state["tree"])
     out, localversion = build_for(state, sha)
-    stamp = out / kbuild.STAMP
-    if stamp.is_file():
-        done = json.loads(stamp.read_text())
-        if done.get("revision", "").startswith(short(sha)) \
-                and not done["revision"].endswith("-dirty"):
-            return out
-    if git(tree, "rev-parse", "HEAD") != sha:
-        git(tree, "checkout", "-q", "--detach", sha)
+    fragments = tuple(pathlib.Path(f) for f in state["config"])
     try:
-        built = kbuild.build(tree, out,
-                             fragments=tuple(pathlib.Path(f) for f in
-                                             state["config"]),
-                             localversion=localversion)
+        if kbuild.built_as(out, short(sha), fragments, localversion):
+            guest.build_modules(str(out))
+            return out
+        source.checkout(tree, sha, "storm bisect")
+        built = kbuild.build(source.SRC, out, fragments=fragments,
+                             localversion=localversion, revision=short(sha))
         guest.build_modules(str(out))
-    except (kbuild.BuildError, guest.GuestError) as e:
+    except (kbuild.BuildError, guest.GuestError, source.SourceError) as e:
         raise MeasureError(f"build failed: {e}") from e
     print(f"storm bisect: built {short(sha)} in {built.seconds:.0f} s",
           file=sys.stderr, flush=True)
@@ -150,7 +147,14 @@ def measure(state: dict[str, Any], requests: list[Request]
             ) -> list[Measured]:
     """Build each requested commit and boot it, interleaved across the
     requests, two at a time: per request, the per-boot samples and the
-    run files."""
+    run files. The build directories are held (source.lock) from the
+    first build to the last boot."""
+    with source.lock("storm bisect"):
+        return build_and_boot(state, requests)
+
+
+def build_and_boot(state: dict[str, Any], requests: list[Request]
+                   ) -> list[Measured]:
     outs = [ensure_built(state, sha) for sha, _ in requests]
     plan = []
     for (sha, n), out in zip(requests, outs):
@@ -490,7 +494,7 @@ def main(argv: list[str]) -> int:
         "confidence": args.confidence, "append": args.append,
         "config": [str(f.resolve()) for f in args.config],
         "cpus": args.cpus, "memory": args.memory, "timeout": args.timeout,
-        "build_dir": str(kbuild.default_out(tree, "bisect")),
+        "build_dir": str(source.BUILD_ROOT / STEP_BUILD[0]),
         "localversion": "-storm", "results": str(state_dir / "runs"),
         "measurer": args.measurer,
     }

@@ -123,13 +123,18 @@ def make_env(localversion: str = "") -> dict[str, str]:
     env["KBUILD_BUILD_USER"] = "storm"
     env["KBUILD_BUILD_HOST"] = "storm"
     if shutil.which("ccache"):
-        # One cache for every build directory under build/kernel: paths
-        # are made relative to it, and the working directory (which -g
-        # would put in the hash) is left out.
+        # Paths under build/ are made relative to the working directory,
+        # which -g would put in the hash and is left out: every build
+        # directory next to build/kernel/src (source.py) then compiles
+        # with the same command lines, whichever tree a revision came
+        # from.
         env.setdefault("CCACHE_BASEDIR", str(BUILD_ROOT.parent))
         env.setdefault("CCACHE_NOHASHDIR", "1")
         env.setdefault("CCACHE_SLOPPINESS", "time_macros")
         env.setdefault("CCACHE_MAXSIZE", "10G")
+    # setlocalversion runs git in the source tree: build/kernel/src must
+    # not be taken for a part of this repository
+    env["GIT_CEILING_DIRECTORIES"] = str(BUILD_ROOT)
     return env
 
 
@@ -200,11 +205,45 @@ def release_of(out: pathlib.Path) -> str:
     return m.group(1)
 
 
+def fragment_id(fragments: tuple[pathlib.Path, ...]) -> str:
+    return hashlib.sha1(merged_fragment(list(fragments)).encode()) \
+        .hexdigest()[:12]
+
+
+def built_as(out: pathlib.Path, revision: str,
+             fragments: tuple[pathlib.Path, ...], localversion: str) -> bool:
+    """Whether OUT's last finished build is REVISION with these fragments
+    and name, so that building it again would change nothing."""
+    try:
+        done = json.loads((out / STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(revision) and not revision.endswith("-dirty") \
+        and done.get("revision") == revision \
+        and done.get("fragment") == fragment_id(fragments) \
+        and done.get("localversion") == localversion
+
+
+def build_storms(out: pathlib.Path, progress: bool = True) -> None:
+    """The storm modules against the kernel built in OUT (make is
+    incremental: nothing to do when they are up to date)."""
+    run_make(["make", "-C", str(REPO), "--no-print-directory",
+              f"KDIR={out}", "modules"], out / "build.log",
+             "the storm modules", progress)
+
+
+def file_id(path: pathlib.Path) -> str:
+    """A short hash of a file's content (a patch, in a build's name)."""
+    return hashlib.sha1(path.read_bytes()).hexdigest()[:12]
+
+
 def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
           fragments: tuple[pathlib.Path, ...] = (), localversion: str = "-storm",
           jobs: int | None = None, modules: bool = True,
-          progress: bool = True) -> Built:
-    """Configure and build TREE into OUT, then the storms against it."""
+          progress: bool = True, revision: str | None = None) -> Built:
+    """Configure and build TREE into OUT, then the storms against it.
+    REVISION names what TREE holds when it is not a git tree of its own
+    (source.SRC)."""
     tree = tree.resolve()
     if not (tree / "Makefile").is_file() or not (tree / "Kconfig").is_file():
         raise BuildError(f"{tree}: not a kernel source tree")
@@ -223,18 +262,18 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
     (out / STAMP).unlink(missing_ok=True)
     jobs = jobs or os.cpu_count() or 1
     started = time.monotonic()
-    revision = git_revision(tree)
+    if revision is None:
+        revision = git_revision(tree)
     configure(tree, out, merged_fragment(list(fragments)), jobs, progress)
     run_make(make_args(tree, out, jobs), out / "build.log",
              f"kernel {revision or tree.name}", progress, localversion)
     release = release_of(out)
     if modules:
-        run_make(["make", "-C", str(REPO), "--no-print-directory",
-                  f"KDIR={out}", "modules"], out / "build.log",
-                 "the storm modules", progress)
+        build_storms(out, progress)
     seconds = time.monotonic() - started
     (out / STAMP).write_text(json.dumps({
         "tree": str(tree), "revision": revision, "release": release,
+        "fragment": fragment_id(fragments), "localversion": localversion,
         "seconds": round(seconds, 1), "finished": time.time()}) + "\n")
     return Built(out=out, release=release, seconds=seconds, revision=revision)
 
