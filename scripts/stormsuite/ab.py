@@ -21,6 +21,7 @@ import argparse
 import pathlib
 import re
 import sys
+import time
 
 from . import compare, kbuild, matrix, source
 from .kbuild import git
@@ -64,9 +65,6 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     matrix.check_guest_options(p, args)
     compare.check_stat_options(p, args)
-    if args.dry_run:
-        matrix.print_plan("storm ab", 2, args, build_seconds=2 * 120)
-        return 0
     if args.patch and not args.patch.is_file():
         p.error(f"{args.patch}: no such patch file")
     tree = args.tree.resolve()
@@ -85,23 +83,47 @@ def main(argv: list[str]) -> int:
             print(f"storm ab: {args.patch} does not apply to {base[:12]}: "
                   f"{e}", file=sys.stderr)
             return 2
+    if args.dry_run:
+        todo = [name for name, out, revision, _, localversion
+                in plan_builds(base, patched, args)
+                if not kbuild.built_as(out, revision, fragments_of(args),
+                                       localversion)]
+        # a build whose objects are all in ccache: 2 min here; from a
+        # cold cache, a quarter of an hour
+        matrix.print_plan("storm ab", 2, args,
+                          build_seconds=BUILD_SECONDS * len(todo))
+        print("storm ab: to build: " + (", ".join(todo) or "nothing")
+              + " (count 15 min a build if ccache has never seen this source)")
+        return 0
     # the build directories are in use until the last boot is done
     with source.lock("storm ab"):
+        started = time.monotonic()
         try:
-            outs = build_both(tree, base, patched, args)
+            outs, took = build_both(tree, base, patched, args)
         except (kbuild.BuildError, source.SourceError) as e:
             print(f"storm ab: {e}", file=sys.stderr)
             return 1
+        build_seconds = time.monotonic() - started
         releases = [kbuild.release_of(out) for out in outs]
         sides = [matrix.Side(str(out), args.append, label) for out, label in
                  zip(outs, matrix.unique_labels(
                      [matrix.label_for(r, args.append) for r in releases]))]
-        return matrix.measure_and_compare(sides, args, "storm ab")
+        return matrix.measure_and_compare(sides, args, "storm ab", took,
+                                          build_seconds)
 
 
-def build_both(tree: pathlib.Path, base: str, patched: str,
-               args: argparse.Namespace) -> list[pathlib.Path]:
-    """Build (or find already built) the base and the patched kernel."""
+BUILD_SECONDS = 120
+
+
+def fragments_of(args: argparse.Namespace) -> tuple[pathlib.Path, ...]:
+    return tuple(f.resolve() for f in args.config)
+
+
+def plan_builds(base: str, patched: str, args: argparse.Namespace
+                ) -> list[tuple[str, pathlib.Path, str, pathlib.Path | None,
+                                str]]:
+    """(side, build directory, revision as recorded, patch, localversion)
+    of the two builds."""
     patch = args.patch.resolve() if args.patch else None
     if patch is not None:
         sides = [("base", base, None, f"-storm-{base[:7]}"),
@@ -110,13 +132,22 @@ def build_both(tree: pathlib.Path, base: str, patched: str,
     else:
         sides = [("base", base, None, f"-storm-{base[:7]}"),
                  ("patched", patched, None, f"-storm-{patched[:7]}")]
-    fragments = tuple(f.resolve() for f in args.config)
-    outs = []
-    for name, rev, side_patch, localversion in sides:
-        out = source.build_dir(f"ab-{name}")
-        revision = rev[:12] + (f"+{side_patch.name}@"
-                               f"{kbuild.file_id(side_patch)}"
-                               if side_patch else "")
+    return [(name, source.BUILD_ROOT / f"ab-{name}",
+             rev[:12] + (f"+{p.name}@{kbuild.file_id(p)}" if p else ""),
+             p, localversion) for name, rev, p, localversion in sides]
+
+
+def build_both(tree: pathlib.Path, base: str, patched: str,
+               args: argparse.Namespace) -> tuple[list[pathlib.Path], str]:
+    """Build (or find already built) the base and the patched kernel;
+    their directories, and what each took."""
+    fragments = fragments_of(args)
+    outs, took = [], []
+    for name, out, revision, side_patch, localversion in \
+            plan_builds(base, patched, args):
+        t0 = time.monotonic()
+        rev = revision[:12]
+        out = source.build_dir(out.name)
         if kbuild.built_as(out, revision, fragments, localversion):
             print(f"storm ab: {name}: {out} already holds {revision}",
                   file=sys.stderr, flush=True)
@@ -131,4 +162,5 @@ def build_both(tree: pathlib.Path, base: str, patched: str,
             print(f"storm ab: {name}: {built.release} built in "
                   f"{built.seconds:.0f} s", file=sys.stderr, flush=True)
         outs.append(out)
-    return outs
+        took.append(f"{name} {time.monotonic() - t0:.0f} s")
+    return outs, ", ".join(took)

@@ -67,6 +67,27 @@ class BootResult:
     concurrent_with: str
 
 
+def breakdown(done: Sequence[BootResult]) -> str:
+    """Where a guest's time went, on average: booting to the storm (the
+    guest's uptime when `storm run` started) and the rest (runs, module
+    builds are not in it, shutdown)."""
+    boot = []
+    for d in done:
+        try:
+            env = json.loads(d.files[0].read_text()).get("env", {})
+            boot.append(float(env["seconds_since_boot"]))
+        except (IndexError, OSError, ValueError, KeyError, TypeError):
+            continue
+    if not done:
+        return ""
+    total = sum(d.seconds for d in done) / len(done)
+    if not boot:
+        return f"{total:.0f} s a guest"
+    up = sum(boot) / len(boot)
+    return (f"a guest {total:.0f} s: boot to the storm {up:.0f} s, "
+            f"runs and shutdown {total - up:.0f} s")
+
+
 def new_series_id() -> str:
     stamp = datetime.datetime.now(datetime.timezone.utc) \
         .strftime("%Y%m%dT%H%M%SZ")

@@ -102,7 +102,7 @@ def estimate(nboots: int, runs_per_boot: int, jobs: int) -> float:
 
 
 def measure(sides: list[Side], args: argparse.Namespace,
-            results: pathlib.Path) -> tuple[list[runs.Series], float]:
+            results: pathlib.Path) -> tuple[list[runs.Series], float, str]:
     """Boot every side args.boots times, interleaved; the series made."""
     series = guest.new_series_id()
     for s in sides:
@@ -122,7 +122,7 @@ def measure(sides: list[Side], args: argparse.Namespace,
     for d in done:
         by_label.setdefault(d.boot.label, []).extend(d.files)
     return [runs.load_files(by_label[s.label], s.label) for s in sides], \
-        time.monotonic() - t0
+        time.monotonic() - t0, guest.breakdown(done)
 
 
 def print_plan(what: str, nsides: int, args: argparse.Namespace,
@@ -139,11 +139,13 @@ def print_plan(what: str, nsides: int, args: argparse.Namespace,
 
 
 def measure_and_compare(sides: list[Side], args: argparse.Namespace,
-                        who: str) -> int:
-    """What matrix and ab share: measure every side, compare, report."""
+                        who: str, builds: str = "",
+                        build_seconds: float = 0.0) -> int:
+    """What matrix and ab share: measure every side, compare, report
+    where the time went (BUILDS: what the builds took, said by ab)."""
     started = time.monotonic()
     try:
-        sets, measured = measure(sides, args, args.results.resolve())
+        sets, measured, guests = measure(sides, args, args.results.resolve())
     except guest.GuestError as e:
         print(f"{who}: {e}", file=sys.stderr)
         return 1
@@ -156,8 +158,11 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
         except (runs.RunError, compare.CompareError) as e:
             print(f"{who}: {e}", file=sys.stderr)
             status = 2
-    total = time.monotonic() - started
-    print(f"{who}: boots and runs {measured:.0f} s, compare "
+    total = time.monotonic() - started + build_seconds
+    print(f"{who}: " + (f"builds {build_seconds:.0f} s ({builds}), "
+                        if builds else "")
+          + f"boots and runs {measured:.0f} s ({len(sides) * args.boots} "
+          f"guests, {args.jobs} at a time; {guests}), compare "
           f"{time.monotonic() - t0:.0f} s; total {total:.0f} s",
           file=sys.stderr)
     return status
