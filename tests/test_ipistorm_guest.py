@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import KERNELS, assert_clean, boot
-from stormsuite import interrupts, result
+from stormsuite import interrupts, result, vm
 
 CPUS = {0, 1, 2, 3}
 
@@ -27,6 +27,17 @@ def test_guest_run_is_clean(guest):
     assert guest.rc == 0, guest.log[-3000:]
     assert (guest.out / "complete").is_file()
     assert_clean(guest.dmesg)
+
+
+def test_coldplug_leaves_out_what_no_storm_needs(guest):
+    """storm vm's modprobe.blacklist: udev's coldplug of a Debian guest
+    loads none of the modules that cost boot time (kvm, SATA, crypto...),
+    and still the ones virtme-ng needs (9p, virtio)."""
+    loaded = {line.split()[0] for line in
+              (guest.out / "modules").read_text().splitlines()}
+    assert "9p" in loaded and "virtio_pci" in loaded
+    assert not loaded & set(vm.UNNEEDED_MODULES)
+    assert "modprobe.blacklist=kvm," in (guest.out / "cmdline").read_text()
 
 
 def test_sparse_cpulist_with_offset_hits_intended_target(guest):

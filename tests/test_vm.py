@@ -190,9 +190,12 @@ def test_kernel_log_is_kept_on_the_host(tmp_path):
     assert "-accel tcg,thread=single" in opts
     append = cmd[cmd.index("--append") + 1]
     assert append.startswith("earlycon=uart8250,io,0x2f8,115200 "
-                             "keep_bootcon no_timer_check log_buf_len=16M "
-                             "loglevel=5")
+                             "keep_bootcon no_timer_check log_buf_len=16M ")
+    assert " loglevel=5" in append
+    assert " modprobe.blacklist=kvm,kvm_amd," in append
     assert append.endswith("idle=poll")
+    # no 3 s wait for a virtiofsd per shared directory
+    assert "--force-9p" in cmd
 
 
 def test_command_is_kept_out_of_the_kernel_command_line(tmp_path):

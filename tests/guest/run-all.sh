@@ -19,5 +19,6 @@ for check in "$dir"/check-*.sh; do
 done
 cat /proc/cmdline >"$OUT/cmdline"
 nproc >"$OUT/nproc"
+cat /proc/modules >"$OUT/modules"
 dmesg >"$OUT/dmesg"
 echo complete >"$OUT/complete"
