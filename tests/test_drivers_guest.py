@@ -88,6 +88,12 @@ def check_run_file(run: dict, storm: str, params: dict[str, str]) -> None:
     assert env["virtualization_source"] == "STORM_ACCEL"
     assert env["cpu_count"] == 4 and env["cpus_online"] == "0-3"
     assert env["suite_version"] not in ("", "unknown")
+    # storm vm passes the host's git view: the commit this suite is at
+    assert env["suite_commit"] == subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+        text=True).stdout.strip()
+    assert env["boot_args"] == ""
+    assert 0 < env["seconds_since_boot"] < 900
     assert env["clocksource"]
     assert run["run"]["insmod_ns"] > 0
     irq = run["interrupts"]
@@ -248,6 +254,7 @@ def test_compare_default_with_idle_poll(tmp_path):
     label = runs[0]["label"]
     assert label.endswith("_idle=poll")          # the default label says so
     assert runs[0]["env"]["idle"] == "poll"
+    assert runs[0]["env"]["boot_args"] == "idle=poll"
     # the idle=poll boot has 2 vCPUs, the default one 4: refused, unless
     # forced (the storm uses CPUs 0 and 1 only)
     refused = run_compare("--no-write", str(default.series_dir("ipistorm")),

@@ -166,6 +166,26 @@ def kernel_identity(kernel: kernels.Kernel) -> tuple[str, str]:
     return digest, commit
 
 
+@functools.lru_cache(maxsize=1)
+def suite_identity() -> dict[str, str]:
+    """This repository's version for the run files, from the host: git in
+    the guest, over 9p under TCG, takes seconds a boot."""
+    out = {}
+    for key, args in (("STORM_SUITE_VERSION", ["describe", "--always",
+                                               "--dirty"]),
+                      ("STORM_SUITE_COMMIT", ["rev-parse", "HEAD"])):
+        try:
+            res = subprocess.run(["git", "-C", str(REPO), *args],
+                                 capture_output=True, text=True, timeout=30,
+                                 env={**os.environ,
+                                      "GIT_OPTIONAL_LOCKS": "0"})
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if res.returncode == 0 and res.stdout.strip():
+            out[key] = res.stdout.strip()
+    return out
+
+
 def accel_text(accel: str) -> str:
     """What run files record as env.accel: the emulation mode."""
     return f"tcg,{TCG_ACCEL.split(',', 1)[1]}" if accel == "tcg" else accel
@@ -187,6 +207,7 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
         "STORM_VM_NAME": args.name or "",
         "STORM_HOST_LOADAVG": str(state / HOST_LOADAVG),
         "STORM_HOST_CPUS": str(os.cpu_count() or 0),
+        **suite_identity(),
     }
     (state / "env").write_text("".join(
         f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
