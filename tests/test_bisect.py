@@ -181,6 +181,10 @@ def test_bisect_names_the_first_bad_commit_and_skips(tmp_path):
     assert "confirmed" in out and "NOT confirmed" not in out
     assert re.search(r": time \+9\d\.\d% \[\+\d+\.\d%, \+\d+\.\d%\] "
                      r"\(p=[0-9.e-]+, 3\+3 boots x 5 runs\): confirmed", out)
+    # the summary's endpoints line is their verdict (it once showed the
+    # last line git bisect run printed)
+    assert re.search(r"\nendpoints: \+9\d\.\d% \[.*\(p=[0-9.e-]+, 3\+3 "
+                     r"boots x 5 runs\)\n", out), out
     # the tree is back where it was, with no bisect in progress
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     assert git(repo, "rev-parse", "HEAD") == shas[-1]

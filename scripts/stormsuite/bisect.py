@@ -532,9 +532,10 @@ def main(argv: list[str]) -> int:
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
             assert proc.stdout is not None
-            for line in proc.stdout:
-                logf.write(line)
-                sys.stdout.write(line)
+            # not "line": that is the endpoints' verdict, for the summary
+            for out_line in proc.stdout:
+                logf.write(out_line)
+                sys.stdout.write(out_line)
                 sys.stdout.flush()
             proc.wait()
         first_bad = first_bad_commit(tree)
