@@ -313,3 +313,12 @@ def test_refuses_a_tree_already_bisecting(tmp_path):
     assert rc == 2 and "already bisecting" in err
     # the user's bisect is left alone
     assert (tmp_path / "tree" / ".git" / "BISECT_LOG").exists()
+
+
+def test_the_summary_counts_every_build_of_every_step(tmp_path):
+    """Steps build in processes of their own (git bisect run): each
+    appends its build, and the summary adds them up."""
+    assert bisect.build_seconds(tmp_path) == (0, 0.0)
+    (tmp_path / bisect.BUILDS_LOG).write_text(
+        '{"commit": "a", "seconds": 108.0}\n{"commit": "b", "seconds": 24.5}\n')
+    assert bisect.build_seconds(tmp_path) == (2, 132.5)

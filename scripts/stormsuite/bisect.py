@@ -105,6 +105,7 @@ def samples_of(run_docs: list[dict[str, Any]], state: dict[str, Any]) -> list[fl
 
 GOOD_BUILD, STEP_BUILD = ("bisect-good", "-storm-good"), ("bisect", "-storm")
 PARENT_BUILD = ("bisect-parent", "-storm-parent")
+BUILDS_LOG = "builds.jsonl"
 
 
 def build_for(state: dict[str, Any], sha: str) -> tuple[pathlib.Path, str]:
@@ -140,7 +141,20 @@ def ensure_built(state: dict[str, Any], sha: str) -> pathlib.Path:
         raise MeasureError(f"build failed: {e}") from e
     print(f"storm bisect: built {short(sha)} in {built.seconds:.0f} s",
           file=sys.stderr, flush=True)
+    # for the summary's breakdown: the steps build in processes of their own
+    with open(pathlib.Path(state["dir"]) / BUILDS_LOG, "a") as f:
+        f.write(json.dumps({"commit": sha, "seconds": built.seconds}) + "\n")
     return out
+
+
+def build_seconds(state_dir: pathlib.Path) -> tuple[int, float]:
+    """(builds, seconds) of the kernel builds this bisect made."""
+    try:
+        lines = (state_dir / BUILDS_LOG).read_text().splitlines()
+    except OSError:
+        return 0, 0.0
+    seconds = [json.loads(line)["seconds"] for line in lines if line]
+    return len(seconds), sum(seconds)
 
 
 def measure(state: dict[str, Any], requests: list[Request]
@@ -573,12 +587,16 @@ def main(argv: list[str]) -> int:
         print(f"storm bisect: log in {state_dir}", file=sys.stderr)
         return 1
     nboots = sum(len(s.get("boots", [])) for s in tested)
+    nbuilds, built_s = build_seconds(state_dir)
     summary = (f"\nfirst bad commit: {first_bad} {subject(tree, first_bad)}\n"
                f"endpoints: {line}\n"
                f"{len(tested)} bisect steps "
                f"({sum(1 for s in tested if s['decision'] == 'skip')} "
                f"skipped, {nboots} boots) after the endpoints "
-               f"({len(good_b)}+{len(bad_b)} boots), {elapsed / 60:.1f} min; "
+               f"({len(good_b)}+{len(bad_b)} boots), {elapsed / 60:.1f} min"
+               + (f" ({nbuilds} kernel builds {built_s / 60:.1f} min, "
+                  f"boots, runs and the rest {(elapsed - built_s) / 60:.1f} "
+                  "min)" if nbuilds else "") + "; "
                f"metric {state.get('metric_name', args.metric)}\n"
                + check)
     (state_dir / "summary.txt").write_text(summary)
