@@ -72,6 +72,15 @@ def tree_of(src: pathlib.Path) -> dict[str, str]:
     return out
 
 
+def assert_resync_undoes(tmp_path, src, rev, before, expected):
+    """Syncing REV again writes and removes EXPECTED files, restores
+    FILES, and leaves an untouched file's mtime alone."""
+    time.sleep(0.01)
+    assert source.sync(tmp_path / "a", rev) == expected
+    assert tree_of(src) == FILES
+    assert mtimes(src)["Makefile"] == before["Makefile"]
+
+
 FILES = {"Makefile": "all:\n", "kernel/smp.c": "int a;\n",
          "kernel/sched/core.c": "int b;\n", "scripts/run.sh": "#!/bin/sh\n",
          "include/link.h": "->../kernel/smp.c"}
@@ -133,11 +142,7 @@ def test_a_patch_on_top_is_undone_by_the_next_sync(tmp_path, src):
     assert (src / "kernel" / "smp.c").read_text() == "int fixed;\n"
     with pytest.raises(source.SourceError):
         source.apply_patch(patch, check=True)  # already applied
-    time.sleep(0.01)
-    assert source.sync(tmp_path / "a", a) == (1, 0)
-    assert tree_of(src) == FILES
-    after = mtimes(src)
-    assert after["Makefile"] == before["Makefile"]
+    assert_resync_undoes(tmp_path, src, a, before, (1, 0))
 
 
 def test_without_a_manifest_files_are_hashed_not_rewritten(tmp_path, src):
@@ -149,11 +154,7 @@ def test_without_a_manifest_files_are_hashed_not_rewritten(tmp_path, src):
     (src / "kernel" / "smp.c").write_text("int edited;\n")
     (src / "stray.o").write_text("")
     before = mtimes(src)
-    time.sleep(0.01)
-    assert source.sync(tmp_path / "a", a) == (1, 1)
-    assert tree_of(src) == FILES
-    after = mtimes(src)
-    assert after["Makefile"] == before["Makefile"]
+    assert_resync_undoes(tmp_path, src, a, before, (1, 1))
 
 
 def test_a_mode_change_is_a_chmod(tmp_path, src):

@@ -136,9 +136,9 @@ def ensure_built(state: dict[str, Any], sha: str) -> pathlib.Path:
         source.checkout(tree, sha, "storm bisect")
         built = kbuild.build(source.SRC, out, fragments=fragments,
                              localversion=localversion, revision=short(sha))
-        guest.build_modules(str(out))
     except (kbuild.BuildError, guest.GuestError, source.SourceError) as e:
         raise MeasureError(f"build failed: {e}") from e
+    # kbuild.build made the storms against it too
     print(f"storm bisect: built {short(sha)} in {built.seconds:.0f} s",
           file=sys.stderr, flush=True)
     # for the summary's breakdown: the steps build in processes of their own

@@ -224,14 +224,6 @@ def built_as(out: pathlib.Path, revision: str,
         and done.get("localversion") == localversion
 
 
-def build_storms(out: pathlib.Path, progress: bool = True) -> None:
-    """The storm modules against the kernel built in OUT (make is
-    incremental: nothing to do when they are up to date)."""
-    run_make(["make", "-C", str(REPO), "--no-print-directory",
-              f"KDIR={out}", "modules"], out / "build.log",
-             "the storm modules", progress)
-
-
 def file_id(path: pathlib.Path) -> str:
     """A short hash of a file's content (a patch, in a build's name)."""
     return hashlib.sha1(path.read_bytes()).hexdigest()[:12]
@@ -269,7 +261,9 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
              f"kernel {revision or tree.name}", progress, localversion)
     release = release_of(out)
     if modules:
-        build_storms(out, progress)
+        run_make(["make", "-C", str(REPO), "--no-print-directory",
+                  f"KDIR={out}", "modules"], out / "build.log",
+                 "the storm modules", progress)
     seconds = time.monotonic() - started
     (out / STAMP).write_text(json.dumps({
         "tree": str(tree), "revision": revision, "release": release,
