@@ -84,10 +84,10 @@ def main(argv: list[str]) -> int:
                   f"{e}", file=sys.stderr)
             return 2
     if args.dry_run:
-        todo = [name for name, out, revision, _, localversion
+        todo = [name for name, out, rev, patch, localversion
                 in plan_builds(base, patched, args)
-                if not kbuild.built_as(out, revision, fragments_of(args),
-                                       localversion)]
+                if not kbuild.built_as(out, source.revision_id(rev, patch),
+                                       fragments_of(args), localversion)]
         # a build whose objects are all in ccache: 2 min here; from a
         # cold cache, a quarter of an hour
         matrix.print_plan("storm ab", 2, args,
@@ -122,8 +122,8 @@ def fragments_of(args: argparse.Namespace) -> tuple[pathlib.Path, ...]:
 def plan_builds(base: str, patched: str, args: argparse.Namespace
                 ) -> list[tuple[str, pathlib.Path, str, pathlib.Path | None,
                                 str]]:
-    """(side, build directory, revision as recorded, patch, localversion)
-    of the two builds."""
+    """(side, build directory, commit, patch, localversion) of the two
+    builds."""
     patch = args.patch.resolve() if args.patch else None
     if patch is not None:
         sides = [("base", base, None, f"-storm-{base[:7]}"),
@@ -132,36 +132,20 @@ def plan_builds(base: str, patched: str, args: argparse.Namespace
     else:
         sides = [("base", base, None, f"-storm-{base[:7]}"),
                  ("patched", patched, None, f"-storm-{patched[:7]}")]
-    return [(name, source.BUILD_ROOT / f"ab-{name}",
-             rev[:12] + (f"+{p.name}@{kbuild.file_id(p)}" if p else ""),
-             p, localversion) for name, rev, p, localversion in sides]
+    return [(name, source.BUILD_ROOT / f"ab-{name}", rev, p, localversion)
+            for name, rev, p, localversion in sides]
 
 
 def build_both(tree: pathlib.Path, base: str, patched: str,
                args: argparse.Namespace) -> tuple[list[pathlib.Path], str]:
     """Build (or find already built) the base and the patched kernel;
     their directories, and what each took."""
-    fragments = fragments_of(args)
     outs, took = [], []
-    for name, out, revision, side_patch, localversion in \
+    for name, out, rev, side_patch, localversion in \
             plan_builds(base, patched, args):
         t0 = time.monotonic()
-        rev = revision[:12]
-        out = source.build_dir(out.name)
-        if kbuild.built_as(out, revision, fragments, localversion):
-            # its storms are made with every side's before the boots
-            # (matrix.measure)
-            print(f"storm ab: {name}: {out} already holds {revision}",
-                  file=sys.stderr, flush=True)
-        else:
-            source.checkout(tree, rev, "storm ab", side_patch)
-            print(f"storm ab: building {name} ({revision})",
-                  file=sys.stderr, flush=True)
-            built = kbuild.build(source.SRC, out, fragments=fragments,
-                                 localversion=localversion,
-                                 revision=revision)
-            print(f"storm ab: {name}: {built.release} built in "
-                  f"{built.seconds:.0f} s", file=sys.stderr, flush=True)
-        outs.append(out)
+        outs.append(source.build_revision(
+            tree, rev, out.name, f"storm ab: {name}", patch=side_patch,
+            fragments=fragments_of(args), localversion=localversion))
         took.append(f"{name} {time.monotonic() - t0:.0f} s")
     return outs, ", ".join(took)

@@ -11,10 +11,11 @@ SUBCOMMANDS = {
     "compare": ("compare", "compare result sets: mean, CV, change, significance"),
     "report": ("report", "a comparison in 0-day or mmtests style, for mail"),
     "matrix": ("matrix", "run a storm on several kernels/boot args, then compare"),
-    "kernel": ("kbuild", "kernel build TREE: a guest kernel and the storms"),
+    "kernel": ("kbuild", "kernel build TREE: a guest kernel and the storms; kernel source"),
     "ab": ("ab", "a patched kernel against its baseline, built and compared"),
     "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
+    "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
 }
 # run by git bisect run for storm bisect; not listed in --help
 INTERNAL = {"bisect-step": ("bisect", "", "step_main")}

@@ -48,6 +48,7 @@ class Guest:
     memory: str = "2G"
     timeout: float = 900
     no_build: bool = False      # the storms are built already (build_modules)
+    numa: int = 1               # NUMA nodes (storm vm --numa)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +111,8 @@ def vm_command(guest: Guest, command: Sequence[str], name: str = "",
         cmd += ["--rwdir", str(d)]
     if guest.append:
         cmd += ["--append", guest.append]
+    if guest.numa > 1:
+        cmd += ["--numa", str(guest.numa)]
     if guest.no_build:
         cmd.append("--no-build")
     if name:

@@ -291,11 +291,17 @@ def main(argv: list[str]) -> int:
                    "does (default -storm)")
     p.add_argument("-j", "--jobs", type=int,
                    help="parallel jobs (default: CPU count)")
+    if argv and argv[0] == "source":
+        from . import linux_source
+        return linux_source.main(argv[1:])
     if not argv or argv[0] != "build":
         if argv and argv[0] in ("-h", "--help"):
             p.print_help()
+            print("\nalso: storm kernel source [DIR]: Debian's "
+                  "linux-source-6.1 as a git tree (--help for more)")
             return 0
-        p.error("usage: storm kernel build TREE [options]")
+        p.error("usage: storm kernel build TREE [options] | "
+                "storm kernel source [DIR]")
     args = p.parse_args(argv[1:])
     for frag in args.config:
         if not frag.is_file():

@@ -41,27 +41,32 @@ def unique_labels(labels: list[str]) -> list[str]:
     return out
 
 
-def add_guest_options(p: argparse.ArgumentParser, per: str) -> None:
-    """How many boots and runs, in what guest: shared by matrix, ab and
-    bisect."""
-    p.add_argument("--boots", type=int, default=3,
+def add_guest_options(p: argparse.ArgumentParser, per: str, *,
+                      boots: int = 3, runs_: int = 5, cpus: int = 4,
+                      timeout: float = 900,
+                      results: pathlib.Path | None = runs.RESULTS,
+                      results_help: str = "the repository's results/"
+                      ) -> None:
+    """How many boots and runs, in what guest: shared by matrix, ab,
+    bisect and the seeds (with their own defaults)."""
+    p.add_argument("--boots", type=int, default=boots,
                    help=f"guests booted per {per}, the unit of replication "
-                   "(default 3)")
-    p.add_argument("--runs", type=int, default=5,
-                   help="measured runs per boot (default 5)")
+                   f"(default {boots})")
+    p.add_argument("--runs", type=int, default=runs_,
+                   help=f"measured runs per boot (default {runs_})")
     p.add_argument("--warmup", type=int, default=1,
                    help="warm-up runs per boot, thrown away (default 1)")
     p.add_argument("--jobs", type=int, default=guest.default_jobs(),
                    help="guests at a time (default 2 on a host with 2 "
                    "cores or more: each TCG guest uses one)")
-    p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
+    p.add_argument("--cpus", type=int, default=cpus,
+                   help=f"vCPUs (default {cpus})")
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
-    p.add_argument("--timeout", type=float, default=900,
+    p.add_argument("--timeout", type=float, default=timeout,
                    help="seconds per guest before it is killed "
-                   "(default 900)")
-    p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
-                   help="where the run files go (default: the "
-                   "repository's results/)")
+                   f"(default {timeout:.0f})")
+    p.add_argument("--results", type=pathlib.Path, default=results,
+                   help=f"where the run files go (default: {results_help})")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (boots, runs) and its estimated "
                    "time; run nothing")
@@ -77,7 +82,7 @@ def check_guest_options(p: argparse.ArgumentParser,
         p.error("--boots 1 can never show a change: boots are the unit of "
                 "replication and a test needs two a side (use storm vm -- "
                 "storm run for a single look)")
-    for prm in args.params:
+    for prm in getattr(args, "params", []):
         if "=" not in prm:
             p.error(f"{prm}: parameters are NAME=VALUE")
 
@@ -87,6 +92,7 @@ class Side:
     kernel: str                 # as given: 6.1, a tree, ...
     append: str
     label: str
+    cpus: int = 0               # 0: args.cpus
 
 
 # A boot's cost here, for --dry-run: measured, a 4-vCPU guest under
@@ -107,7 +113,7 @@ def measure(sides: list[Side], args: argparse.Namespace,
     series = guest.new_series_id()
     for s in sides:
         guest.build_modules(s.kernel)
-    plan = [[guest.Boot(guest.Guest(s.kernel, s.append, args.cpus,
+    plan = [[guest.Boot(guest.Guest(s.kernel, s.append, s.cpus or args.cpus,
                                     args.memory, args.timeout, no_build=True),
                         s.label, series, f"{s.label} boot {i + 1}/{args.boots}")
              for i in range(args.boots)] for s in sides]

@@ -285,3 +285,35 @@ def checkout(tree: pathlib.Path, rev: str, what: str,
           + f" from {tree}: {written} files written, {removed} removed "
           f"({time.monotonic() - started:.1f} s)", file=sys.stderr, flush=True)
     return SRC
+
+
+def revision_id(rev: str, patch: pathlib.Path | None = None) -> str:
+    """What a build records as its revision: the commit, and the patch
+    by name and content."""
+    from .kbuild import file_id
+    return rev[:12] + (f"+{patch.name}@{file_id(patch)}" if patch else "")
+
+
+def build_revision(tree: pathlib.Path, rev: str, name: str, what: str, *,
+                   patch: pathlib.Path | None = None,
+                   fragments: tuple[pathlib.Path, ...] = (),
+                   localversion: str) -> pathlib.Path:
+    """build/kernel/NAME holding REV of TREE (plus PATCH) built with
+    FRAGMENTS: found there already, or written to SRC and built. The
+    caller holds lock() until its last boot of it."""
+    from . import kbuild
+    revision = revision_id(rev, patch)
+    out = build_dir(name)
+    if kbuild.built_as(out, revision, fragments, localversion):
+        # its storms are made before the boots (matrix.measure)
+        print(f"{what}: {out.relative_to(REPO)} already holds {revision}",
+              file=sys.stderr, flush=True)
+        return out
+    checkout(tree, rev[:12], what, patch)
+    print(f"{what}: building {out.relative_to(REPO)} ({revision})",
+          file=sys.stderr, flush=True)
+    built = kbuild.build(SRC, out, fragments=fragments,
+                         localversion=localversion, revision=revision)
+    print(f"{what}: {built.release} built in {built.seconds:.0f} s",
+          file=sys.stderr, flush=True)
+    return out

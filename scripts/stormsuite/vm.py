@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import shlex
+import re
 import shutil
 import signal
 import subprocess
@@ -91,6 +92,32 @@ def build_modules(kernel: kernels.Kernel, quiet: bool) -> None:
         sys.stderr.write(res.stdout)
 
 
+def memory_mib(text: str) -> int:
+    """2G, 1536M, 2048 (MiB, as QEMU's -m reads a bare number) -> MiB."""
+    m = re.fullmatch(r"(\d+)([MG]?)i?B?", text.strip(), re.IGNORECASE)
+    if not m:
+        raise ValueError(f"--memory {text}: a size such as 2G or 1536M")
+    return int(m.group(1)) * (1024 if m.group(2).upper() == "G" else 1)
+
+
+def numa_nodes(cpus: int, memory: str, nodes: int) -> list[str]:
+    """vng --numa specs for NODES nodes of equal size, CPUs in order
+    (node 0: CPUs 0..cpus/nodes-1, ...), as a two-socket machine numbers
+    them; none for one node (the default, no NUMA at all)."""
+    if nodes <= 1:
+        return []
+    if cpus % nodes:
+        raise ValueError(f"--numa {nodes}: {cpus} vCPUs do not split into "
+                         f"{nodes} equal nodes")
+    mib = memory_mib(memory)
+    if mib % nodes:
+        raise ValueError(f"--numa {nodes}: {memory} does not split into "
+                         f"{nodes} equal nodes")
+    per = cpus // nodes
+    return [f"{mib // nodes}M,cpus={n * per}-{(n + 1) * per - 1}"
+            for n in range(nodes)]
+
+
 def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
                 state: pathlib.Path, rwdirs: list[pathlib.Path]) -> list[str]:
     cmd = [find_vng(), "--run", str(kernel.image),
@@ -103,6 +130,8 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
     # filesystem, and the same q35 machine (vng switches to microvm with
     # virtio-fs), on every host.
     cmd.append("--force-9p")
+    for spec in numa_nodes(args.cpus, args.memory, getattr(args, "numa", 1)):
+        cmd += ["--numa", spec]
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
     # vng sends the serial console to /dev/null unless --verbose, and boots
@@ -344,6 +373,10 @@ def main(argv: list[str]) -> int:
                    "(default 6.1)")
     p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
+    p.add_argument("--numa", type=int, default=1, metavar="NODES",
+                   help="NUMA nodes of equal size, CPUs numbered in node "
+                   "order (default 1: no NUMA); --cpus and --memory must "
+                   "divide evenly")
     p.add_argument("--append", default="",
                    help="extra kernel command line, e.g. 'idle=poll'")
     p.add_argument("--timeout", type=float, default=600,
@@ -373,6 +406,12 @@ def main(argv: list[str]) -> int:
         p.error("give a command after --, e.g. storm vm -- uname -r")
     if args.cpus < 1 or args.timeout <= 0:
         p.error("--cpus and --timeout must be positive")
+    if args.numa < 1:
+        p.error("--numa must be at least 1")
+    try:
+        numa_nodes(args.cpus, args.memory, args.numa)
+    except ValueError as e:
+        p.error(str(e))
 
     try:
         kernel = kernels.resolve(args.kernel)

@@ -1,0 +1,66 @@
+"""storm seed NNN: one seed's measurement, reproduced in one command.
+
+The seeds (../shared/seeds/, docs/seeds.md) are the patches whose
+authors hand-built what this suite measures. Each command builds the
+kernels it needs from Debian's linux-source-6.1 (patches/seed-NNN-*),
+boots them, runs the seed's storm, compares and prints the answer in
+the seed's own terms, keeping run files and answers under
+results/seeds/NNN/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SEEDS = {
+    "000": "s000",
+    "001": "s001",
+    "002": "s002",
+    "003": "s003",
+    "004": "s004",
+}
+
+
+def load(nnn: str):
+    return importlib.import_module(f".{SEEDS[nnn]}", __name__)
+
+
+def listing() -> str:
+    lines = ["seeds:"]
+    for nnn in SEEDS:
+        try:
+            lines.append(f"  {nnn}  {load(nnn).TITLE}")
+        except ImportError:
+            continue
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    usage = ("usage: storm seed NNN [--help] [options]\n\n"
+             "Reproduce a seed's measurement: build its kernels from "
+             "linux-source-6.1, boot, run, compare, and print the answer in "
+             "the seed's terms (docs/seeds.md).\n\n")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage + listing())
+        return 0
+    nnn = argv[0]
+    if nnn not in SEEDS:
+        print(f"storm seed: no seed {nnn!r}\n\n{listing()}", file=sys.stderr)
+        return 2
+    seed = load(nnn)
+    who = f"storm seed {nnn}"
+    p = argparse.ArgumentParser(prog=who, description=seed.__doc__,
+                                formatter_class=argparse.
+                                RawDescriptionHelpFormatter)
+    seed.add_arguments(p)
+    args = p.parse_args(argv[1:])
+    args.params = []
+    from .. import matrix
+    matrix.check_guest_options(p, args)
+    seed.check(p, args)
+    if args.dry_run:
+        print(f"{who}: {seed.plan(args)}")
+        return 0
+    return seed.run(args, who)

@@ -1,0 +1,181 @@
+"""What the seed commands share: their kernels, guests and answers.
+
+A seed's kernels are Debian's linux-source-6.1 (linux_source.py) with a
+patch from patches/ and config fragments from configs/, each built once
+into build/kernel/seed-<name> (source.build_revision: a build directory
+that already holds it is not built again) and named 6.1.192-seed-<name>,
+which is also the label of its results under results/seeds/NNN/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import pathlib
+import sys
+import time
+from typing import Any
+
+from .. import REPO, compare, guest, linux_source, matrix, runs, source
+
+RESULTS = REPO / "results" / "seeds"
+PATCHES = REPO / "patches"
+CONFIGS = REPO / "configs"
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    name: str                           # seed-<name>: directory, release
+    patch: str | None = None            # under patches/
+    config: tuple[str, ...] = ()        # fragments under configs/
+
+    @property
+    def patch_path(self) -> pathlib.Path | None:
+        return PATCHES / self.patch if self.patch else None
+
+    @property
+    def fragments(self) -> tuple[pathlib.Path, ...]:
+        return tuple(CONFIGS / c for c in self.config)
+
+    @property
+    def localversion(self) -> str:
+        return f"-seed-{self.name}"
+
+
+STOCK = Kernel("stock")
+
+
+class Clock:
+    """Where a seed command's time went, for its last line."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.parts: list[tuple[str, float]] = []
+        self._t = self.started
+
+    def lap(self, what: str) -> None:
+        now = time.monotonic()
+        self.parts.append((what, now - self._t))
+        self._t = now
+
+    def line(self, who: str) -> str:
+        total = time.monotonic() - self.started
+        return f"{who}: " + ", ".join(f"{w} {s / 60:.1f} min"
+                                      for w, s in self.parts) \
+            + f"; total {total / 60:.1f} min"
+
+
+def say(who: str, msg: str) -> None:
+    print(f"{who}: {msg}", file=sys.stderr, flush=True)
+
+
+def check_patches(kernels: list[Kernel], tree: pathlib.Path,
+                  rev: str) -> None:
+    """source.SourceError unless every patch applies to REV: before the
+    first build, not after it."""
+    for k in kernels:
+        if k.patch_path is not None:
+            source.check_patch(tree, rev, k.patch_path)
+
+
+def build(kernels: list[Kernel], who: str) -> dict[str, pathlib.Path]:
+    """Every kernel built (or found built); name -> build directory. The
+    caller holds source.lock()."""
+    tree = linux_source.TREE
+    rev = linux_source.ensure(tree, say=lambda m: say(who, m))
+    check_patches(kernels, tree, rev)
+    return {k.name: source.build_revision(
+        tree, rev, f"seed-{k.name}", f"{who}: {k.name}", patch=k.patch_path,
+        fragments=k.fragments, localversion=k.localversion)
+        for k in kernels}
+
+
+def add_guest_options(p: argparse.ArgumentParser, *, cpus: int, boots: int,
+                      runs_: int, timeout: float = 1800) -> None:
+    matrix.add_guest_options(
+        p, "kernel and boot arguments", boots=boots, runs_=runs_, cpus=cpus,
+        timeout=timeout, results=None, results_help="results/seeds/NNN")
+
+
+def stat_args(**over: Any) -> argparse.Namespace:
+    """compare's statistics options at their defaults."""
+    p = argparse.ArgumentParser()
+    compare.add_stat_options(p)
+    args = p.parse_args([])
+    for k, v in over.items():
+        setattr(args, k, v)
+    return args
+
+
+def measure(sides: list[matrix.Side], args: argparse.Namespace, storm: str,
+            params: list[str], results: pathlib.Path) -> list[runs.Series]:
+    """Boot each side args.boots times (interleaved, args.jobs at a time),
+    run STORM PARAMS in each; one series per side."""
+    opts = argparse.Namespace(**vars(args))
+    opts.storm, opts.params = storm, params
+    sets, _, breakdown = matrix.measure(sides, opts, results)
+    say("storm seed", f"guests: {breakdown}")
+    return sets
+
+
+def compare_two(base: runs.Series, cand: runs.Series, out: pathlib.Path,
+                **stat: Any) -> dict[str, Any]:
+    """storm compare of two series: its table printed, its files written
+    to OUT; the comparison as JSON."""
+    done = compare.compare([[base], [cand]], stat_args(**stat), out)
+    return compare.to_json(done[0])
+
+
+def mean(doc: dict[str, Any], metric: str, label: str) -> float:
+    """A metric's mean on one side of a comparison (NaN when absent)."""
+    try:
+        v = doc["metrics"][metric]["values"][label]["mean"]
+    except KeyError:
+        return float("nan")
+    return float("nan") if v is None else float(v)
+
+
+def change(doc: dict[str, Any], metric: str, label: str) -> dict[str, Any]:
+    return doc["metrics"].get(metric, {}).get("changes", {}).get(label, {})
+
+
+def verdict_mark(ch: dict[str, Any]) -> str:
+    """benchstat's reading of a change: its interval, or ~ for none."""
+    if not ch or ch.get("pct") is None:
+        return "~"
+    if not ch.get("reported"):
+        return f"~ (p={ch['p']:.2g})" if ch.get("p") is not None else "~"
+    return (f"{ch['pct']:+.1f}% [{ch['ci_low']:+.1f}%, "
+            f"{ch['ci_high']:+.1f}%] p={ch['p']:.2g}")
+
+
+def results_dir(args: argparse.Namespace, nnn: str) -> pathlib.Path:
+    return (args.results or RESULTS / nnn).resolve()
+
+
+def write_answer(results: pathlib.Path, text: str) -> pathlib.Path:
+    """answer-<UTC time>.txt: never overwrites an earlier one."""
+    results.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc) \
+        .strftime("%Y%m%dT%H%M%SZ")
+    path = results / f"answer-{stamp}.txt"
+    n = 0
+    while path.exists():
+        n += 1
+        path = results / f"answer-{stamp}.{n}.txt"
+    path.write_text(text)
+    return path
+
+
+def write_json(results: pathlib.Path, answer: pathlib.Path,
+               doc: dict[str, Any]) -> pathlib.Path:
+    path = answer.with_suffix(".json")
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def release(out: pathlib.Path) -> str:
+    from .. import kbuild
+    return kbuild.release_of(out)
