@@ -19,6 +19,7 @@ from stormsuite import dmesg, interrupts, result  # noqa: E402
 
 KERNELS = ("6.1", "6.12")
 GUEST_CPUS = 4
+NUMA_NODES = 2          # the "numa" group's boot: storm vm --numa 2
 # A full boot runs every check script: ~10 min with two guests sharing a
 # quiet 2-core host (556 s for 6.1, 606 s for 6.12 in CI on 2026-11-22).
 # The limit only catches a hung guest.
@@ -105,6 +106,8 @@ def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
            "--rwdir", str(out)]
     if append:
         cmd += ["--append", append]
+    if group == "numa":
+        cmd += ["--numa", str(NUMA_NODES)]
     cmd += ["--", "sh", "tests/guest/run-all.sh", str(out), group]
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -129,9 +132,11 @@ def boot(kernel: str, append: str = "", group: str = "full",
 
 def planned_boots(kernels: set[str]) -> list[tuple[str, str, str, int]]:
     """The boots the guest tests use: each kernel's full check group with
-    the default (HLT) idle, and the idle=poll group on 2 vCPUs."""
+    the default (HLT) idle, the idle=poll group on 2 vCPUs, and 6.1 as
+    two NUMA nodes (storm vm --numa) for the numa group."""
     return ([(k, "", "full", GUEST_CPUS) for k in KERNELS if k in kernels]
-            + [(k, "idle=poll", "idle", 2) for k in KERNELS if k in kernels])
+            + [(k, "idle=poll", "idle", 2) for k in KERNELS if k in kernels]
+            + [("6.1", "", "numa", GUEST_CPUS)] * ("6.1" in kernels))
 
 
 @pytest.fixture(params=KERNELS, scope="session")

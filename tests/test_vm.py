@@ -7,7 +7,6 @@ import os
 import pathlib
 import signal
 import subprocess
-import sys
 import threading
 import time
 

@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import (REPO, classify, compare, guest, kbuild, matrix, metrics, runs,
+from . import (classify, compare, guest, kbuild, matrix, metrics, runs,
                source, stats)
 from .kbuild import git
 

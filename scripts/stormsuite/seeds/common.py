@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from .. import REPO, compare, guest, linux_source, matrix, runs, source
+from .. import REPO, compare, linux_source, matrix, runs, source
 
 RESULTS = REPO / "results" / "seeds"
 PATCHES = REPO / "patches"
@@ -145,7 +145,7 @@ def verdict_mark(ch: dict[str, Any]) -> str:
     """benchstat's reading of a change: its interval, or ~ for none."""
     if not ch or ch.get("pct") is None:
         return "~"
-    if not ch.get("reported"):
+    if not ch.get("significant"):
         return f"~ (p={ch['p']:.2g})" if ch.get("p") is not None else "~"
     return (f"{ch['pct']:+.1f}% [{ch['ci_low']:+.1f}%, "
             f"{ch['ci_high']:+.1f}%] p={ch['p']:.2g}")

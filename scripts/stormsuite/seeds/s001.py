@@ -149,10 +149,9 @@ def run(args: argparse.Namespace, who: str) -> int:
             g = guest.Guest(args.kernel, "", args.cpus, args.memory,
                             args.timeout, no_build=True, numa=n)
             name = f"{label} boot {i + 1}/{args.boots}"
-            boots.append((n, label, series, g, name))
+            boots.append((i, n, label, series, g, name))
     # node counts interleaved, args.jobs guests at a time
-    boots.sort(key=lambda b: (int(b[4].split("boot ")[1].split("/")[0]),
-                              b[0]))
+    boots.sort(key=lambda b: (b[0], b[1]))
     failed = []
     for at in range(0, len(boots), args.jobs):
         batch = boots[at:at + args.jobs]
@@ -161,10 +160,10 @@ def run(args: argparse.Namespace, who: str) -> int:
                 guest.run_command,
                 guest.vm_command(g, boot_command(args, n, label, series,
                                                  results), name,
-                                 ", ".join(b[4] for b in batch
-                                           if b[4] != name), [results]),
+                                 ", ".join(b[5] for b in batch
+                                           if b[5] != name), [results]),
                 f"[{name}] " if len(batch) > 1 else ""): name
-                for n, label, series, g, name in batch}
+                for _, n, label, series, g, name in batch}
             for f, name in futs.items():
                 if f.result() != 0:
                     failed.append(name)
@@ -177,7 +176,7 @@ def run(args: argparse.Namespace, who: str) -> int:
     cells = []
     for n in node_counts(args):
         label = f"{release}_numa{n}x{args.cpus // n}"
-        series = next(b[2] for b in boots if b[0] == n)
+        series = next(b[3] for b in boots if b[1] == n)
         cells += collect(args, n, results / label, series)
     text = answer(args, release, cells)
     print(text)

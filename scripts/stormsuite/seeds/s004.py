@@ -28,7 +28,7 @@ SEED_PARAMS = {"numipi": "100000", "single": "1", "offset": "8",
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    common.add_guest_options(p, cpus=17, boots=3, runs_=3)
+    common.add_guest_options(p, cpus=17, boots=4, runs_=8)
     p.add_argument("--numipi", type=int, default=100000,
                    help="calls per run (default 100000, the seed's)")
 
