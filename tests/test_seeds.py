@@ -106,6 +106,23 @@ def test_numa_nodes_split_cpus_and_memory():
     assert res.returncode == 2 and "equal nodes" in res.stderr
 
 
+def test_numa_guest_gets_a_socket_per_node(tmp_path):
+    """vng's one-socket -smp with two nodes makes the kernel warn at boot
+    (an LLC shared across nodes): a socket per node instead."""
+    from stormsuite import kernels
+    args = vm.argparse.Namespace(accel="tcg", append="", cpus=8, numa=2,
+                                 memory="2G", verbose=False)
+    k = kernels.Kernel(image=tmp_path, release="r", kdir=None)
+    cmd = vm.vng_command(args, k, tmp_path, [])
+    specs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--numa"]
+    assert specs == ["1024M,cpus=0-3", "1024M,cpus=4-7"]
+    opts = next(a for a in cmd if a.startswith("--qemu-opts="))
+    assert "-smp 8,sockets=2,cores=4,threads=1" in opts
+    args.numa = 1
+    cmd = vm.vng_command(args, k, tmp_path, [])
+    assert "--numa" not in cmd and "-smp" not in " ".join(cmd)
+
+
 def doc(metric_means: dict[str, tuple[float, float]],
         labels=("base", "cand")) -> dict:
     """A comparison JSON of two sides with these means."""

@@ -143,6 +143,14 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
             f"-d cpu_reset,guest_errors -D {state / QEMU_LOG}")
     if args.accel == "tcg":
         qemu += f" -accel {TCG_ACCEL}"
+    nodes = getattr(args, "numa", 1)
+    if nodes > 1:
+        # A socket per node: with vng's -smp N (one socket, one LLC) the
+        # kernel warns at boot that CPUs sharing an LLC sit on two nodes
+        # (topology_sane(): "llc-sibling ... is not on the same node").
+        # The last -smp is the one QEMU takes.
+        qemu += (f" -smp {args.cpus},sockets={nodes},"
+                 f"cores={args.cpus // nodes},threads=1")
     cmd.append(f"--qemu-opts={qemu}")
     # log_buf_len: a long run (the check scripts, a fuzzing run) prints
     # far more than Debian's 128 KiB; a wrapped buffer loses its splats.

@@ -120,11 +120,12 @@ def measure(sides: list[matrix.Side], args: argparse.Namespace, storm: str,
     return sets
 
 
-def compare_two(base: runs.Series, cand: runs.Series, out: pathlib.Path,
+def compare_two(base: runs.Series, cand: runs.Series,
                 **stat: Any) -> dict[str, Any]:
     """storm compare of two series: its table printed, its files written
-    to OUT; the comparison as JSON."""
-    done = compare.compare([[base], [cand]], stat_args(**stat), out)
+    next to the candidate's runs (compare-vs-<base label>.*); the
+    comparison as JSON."""
+    done = compare.compare([[base], [cand]], stat_args(**stat), None)
     return compare.to_json(done[0])
 
 

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, who: str) -> int:
             sets = common.measure(sides, args, "ipistorm",
                                   params(args, wait), results)
             # the seed's direction: without the fix first
-            docs[wait] = [common.compare_two(s, sets[-1], results)
+            docs[wait] = [common.compare_two(s, sets[-1])
                           for s in sets[:-1]]
         clock.lap("boots and runs")
     text = answer(args, docs)

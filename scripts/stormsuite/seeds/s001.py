@@ -44,8 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="node counts, comma-separated (default 1,2,4)")
     p.add_argument("--kernel", default="6.1",
                    help="a kernel with CONFIG_NUMA (default 6.1, Debian's)")
-    p.add_argument("--numflush", type=int, default=2000,
-                   help="flushes per run (default 2000)")
+    p.add_argument("--numflush", type=int, default=300,
+                   help="flushes per run (default 300: a flush takes "
+                   "milliseconds under TCG)")
     p.add_argument("--numipi", type=int, default=2000,
                    help="calls per run (default 2000)")
 

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, who: str) -> int:
         sets = common.measure(sides, args, "slabstorm", params(args),
                               results)
         clock.lap("boots and runs")
-    docs = [common.compare_two(sets[0], s, results) for s in sets[1:]]
+    docs = [common.compare_two(sets[0], s) for s in sets[1:]]
     text = answer(args, docs)
     print(text)
     path = common.write_answer(results, text + clock.line(who) + "\n")

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, who: str) -> int:
                  for append, _ in IDLES for k in KERNELS]
         sets = common.measure(sides, args, "ipistorm", params(args), results)
         clock.lap("boots and runs")
-    docs = [common.compare_two(sets[i], sets[i + 1], results)
+    docs = [common.compare_two(sets[i], sets[i + 1])
             for i in range(0, len(sets), 2)]
     clock.lap("compare")
     text = answer(args, docs)
