@@ -135,7 +135,7 @@ def doc(metric_means: dict[str, tuple[float, float]],
 
 def test_seed_004_answer_normalizes_runtime_to_stock():
     args = type("A", (), {"numipi": 100000, "cpus": 17, "boots": 3,
-                          "runs": 3})()
+                          "runs": 3, "accel": "accel tcg"})()
     d = doc({"ipistorm.runtime_ns": (2.0e9, 1.62e9),
              "ipistorm.irq.CPU16.CAL": (12.0, 100000.0),
              "ipistorm.handled": (100000.0, 100000.0)})
@@ -149,27 +149,44 @@ def test_seed_004_answer_normalizes_runtime_to_stock():
 
 def test_seed_000_answer_states_the_change_in_the_seeds_direction():
     args = type("A", (), {"numipi": 5000, "cpus": 4, "boots": 3,
-                          "runs": 5})()
+                          "runs": 5, "accel": "accel tcg"})()
     d = doc({"interrupts.CAL:Function_call_interrupts": (45000.0, 15000.0),
              "ipistorm.ipis_sent": (45000.0, 15000.0),
              "ipistorm.runtime_ns": (1e9, 9e8)})
+    # the rows restate primary metrics; their verdicts are the primaries'
+    d["metrics"]["ipistorm.ipis_sent_per_call"] = {"changes": {"cand": {
+        "pct": -66.7, "ci_low": -67.0, "ci_high": -66.4, "p": 1e-9,
+        "significant": True}}}
     text = s000.answer(args, {"0": [d, d], "1": [d, d]})
     assert '"interrupts.CAL:Function_call_interrupts": 15000.0, \u219366.7%' \
-        in text
+        '  (ipis_per_call: ~)' in text
+    assert '"ipistorm.ipis_sent": 15000.0, \u219366.7%  (ipis_sent_per_call: ' \
+        '-66.7% [-67.0%, -66.4%] p=1e-09)' in text
     assert text.count("Base (seed-000-") == 4
 
 
 def test_seed_002_answer_in_the_seeds_form():
     args = type("A", (), {"numcache": 10000, "cpus": 4, "boots": 2,
                           "runs": 3})()
-    means = {"slabstorm.irq.CAL": (30000.0, 3.0),
-             "interrupts.CAL:Function_call_interrupts": (30010.0, 12.0),
-             "slabstorm.ipis_per_op": (3.0, 0.0003)}
-    d1 = doc(means, ("revert", "slab"))
-    d2 = doc(means, ("revert", "slub"))
-    text = s002.answer(args, [d1, d2])
-    assert "10000 loops: +30000 ipis" in text
-    assert "10000 loops: +3 ipis" in text
+    reverted = {"phase.create.irq.0.CAL": 10000.0,
+                "phase.create.CAL": 30000.0, "phase.destroy.CAL": 30000.0}
+    fixed = {"phase.create.irq.0.CAL": 1.0, "phase.create.CAL": 3.0,
+             "phase.destroy.CAL": 30000.0}
+    text = s002.answer(args, [reverted, fixed, fixed])
+    assert "10000 loops: +10000 ipis   (all CPUs +30000, 3.000 a cache; " \
+        "destroy +30000)" in text
+    assert "10000 loops: +1 ipis   (all CPUs +3, 0.000 a cache" in text
+
+
+def test_seed_002_reads_the_create_phase_of_each_run():
+    runs = [{"result": {"phase.create.irq.0.CAL": "9", "phase.create.CAL":
+                        "27", "phase.destroy.CAL": "30"}},
+            {"result": {"phase.create.irq.0.CAL": "11", "phase.create.CAL":
+                        "33", "phase.destroy.CAL": "30"}}]
+    series = type("S", (), {"runs": runs})()
+    assert s002.phase_means(series) == {"phase.create.irq.0.CAL": 10.0,
+                                        "phase.create.CAL": 30.0,
+                                        "phase.destroy.CAL": 30.0}
 
 
 def test_answers_are_never_overwritten(tmp_path):

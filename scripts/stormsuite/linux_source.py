@@ -71,6 +71,9 @@ def ensure(tree: pathlib.Path = TREE, say=None) -> str:
         root = git(tree, "rev-list", "--max-parents=0", "HEAD").split()[-1]
         git(tree, "tag", "-f", TAG, root)
         return root
+    if tree.exists() and any(tree.iterdir()):
+        raise SourceTreeError(f"{tree} exists and is not a git tree: move "
+                              "it away, or give another directory")
     tar = install(say)
     say(f"unpacking {tar} into {tree}")
     tree.parent.mkdir(parents=True, exist_ok=True)

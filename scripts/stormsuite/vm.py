@@ -405,8 +405,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--verbose", "-v", action="store_true",
                    help="show the guest's console as it boots and runs")
     p.add_argument("command", nargs=argparse.REMAINDER,
-                   help="-- COMMAND [ARG...] (default: an interactive-free "
-                   "summary of the guest)")
+                   help="-- COMMAND [ARG...]: run as root in the "
+                   "repository directory (required)")
     args = p.parse_args(argv)
     if args.command and args.command[0] == "--":
         args.command = args.command[1:]

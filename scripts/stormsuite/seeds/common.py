@@ -117,7 +117,16 @@ def measure(sides: list[matrix.Side], args: argparse.Namespace, storm: str,
     opts.storm, opts.params = storm, params
     sets, _, breakdown = matrix.measure(sides, opts, results)
     say("storm seed", f"guests: {breakdown}")
+    args.accel = accel_of([r for s in sets for r in s.runs])
     return sets
+
+
+def accel_of(docs: list[dict[str, Any]]) -> str:
+    """How the runs were taken, for an answer's first lines: 'accel
+    tcg,thread=single' (one host thread for every vCPU), 'accel kvm'."""
+    seen = sorted({str(d.get("env", {}).get("accel", "unknown"))
+                   for d in docs})
+    return "accel " + "/".join(seen)
 
 
 def compare_two(base: runs.Series, cand: runs.Series,

@@ -174,6 +174,8 @@ def run(args: argparse.Namespace, who: str) -> int:
     if failed:
         common.say(who, f"failed: {', '.join(failed)}")
         return 1
+    args.accel = common.accel_of([
+        runs.load_run(f) for f in sorted(results.glob("*/*/run-*.json"))[-1:]])
     cells = []
     for n in node_counts(args):
         label = f"{release}_numa{n}x{args.cpus // n}"
@@ -212,16 +214,22 @@ def collect(args: argparse.Namespace, nodes: int, d: pathlib.Path,
         if not by_boot:
             raise SystemExit(f"storm seed 001: no runs of {storm} "
                              f"{' '.join(prm)} under {d}")
+        want = " ".join(f"{n}:{cpus_of(n, per)[0]}-{cpus_of(n, per)[-1]}"
+                        for n in range(nodes))
         for boot in by_boot:
-            seen = boot[0].get("env", {}).get("numa_node_count")
-            if nodes > 1 and seen != nodes:
-                raise SystemExit(f"storm seed 001: asked for {nodes} nodes, "
-                                 f"the guest saw {seen}")
+            seen = boot[0].get("env", {}).get("numa_node_cpus")
+            if seen != want:
+                raise SystemExit(f"storm seed 001: asked for nodes {want}, "
+                                 f"the guest saw {seen!r}")
         op = "flush" if storm == "tlbstorm" else "call"
         boot_means, sent, recv = [], [], {}
+        # time per operation as one sender sees it: with a flusher on
+        # every node the run's time per flush is over all their flushes
+        senders = len(result.cpulist(dict(p.split("=", 1)
+                                          for p in prm).get("cpulist", "0")))
         for boot in by_boot:
             vals = [metrics.of_run(r) for r in boot]
-            boot_means.append(statistics.fmean(
+            boot_means.append(senders * statistics.fmean(
                 v[m] for v in vals for m in v
                 if m.name == f"{storm}.time_per_{op}_ns"))
             for r, v in zip(boot, vals):
@@ -245,9 +253,11 @@ def collect(args: argparse.Namespace, nodes: int, d: pathlib.Path,
 
 def answer(args: argparse.Namespace, release: str,
            cells: list[Cell]) -> str:
-    lines = [f"seed 001: {release}, {args.cpus} vCPUs as 1, 2 and 4 NUMA "
-             f"nodes (QEMU SLIT 10 local / 20 remote); {args.boots} boots x "
-             f"{args.runs} runs; single-threaded TCG", "",
+    counts = node_counts(args)
+    lines = [f"seed 001: {release}, {args.cpus} vCPUs as "
+             f"{', '.join(map(str, counts))} NUMA node(s) (no SLIT: Linux's "
+             f"distances, 10 local and 20 remote); {args.boots} boots x "
+             f"{args.runs} runs; {args.accel}", "",
              "  By node pair: CPU 0 (node 0) to the last cpus/nodes-1 CPUs "
              "of node B",
              f"  {'nodes':>5} {'pair':10} {'storm':9} {'time/op':>10} "
@@ -262,7 +272,8 @@ def answer(args: argparse.Namespace, release: str,
                      f"{c.ipis_sent_per_op:12.2f}  "
                      f"{'within' if b == 0 else 'across'}")
     lines += ["", "  Every node at once: the first CPU of every node "
-              "flushes (tlbstorm), all other CPUs hold the mm",
+              "flushes (tlbstorm), all other CPUs hold the mm; time per "
+              "flush as each flusher sees it, IRQs a node took per flush",
               f"  {'nodes':>5} {'time/flush':>11} {'(boot CV)':>10}  "
               "call-function IRQs per flush, by node"]
     for c in cells:
@@ -272,15 +283,19 @@ def answer(args: argparse.Namespace, release: str,
                        c.received_by_node.items())
         lines.append(f"  {c.nodes:5} {c.per_op_ns / 1000:9.2f}us "
                      f"{'(' + format(c.boot_cv, '.1f') + '%)':>10}  {by}")
-    within = [c.per_op_ns for c in cells if c.storm == "tlbstorm"
-              and c.what == "pair 0-0" and c.nodes > 1]
-    across = [c.per_op_ns for c in cells if c.storm == "tlbstorm"
-              and c.what.startswith("pair 0-") and c.what != "pair 0-0"]
-    if within and across:
-        lines += ["", f"  tlbstorm, guests of 2+ nodes: a flush within node "
-                  f"0 {statistics.fmean(within) / 1000:.2f} us, to another "
-                  f"node {statistics.fmean(across) / 1000:.2f} us "
-                  f"({(statistics.fmean(across) / statistics.fmean(within) - 1) * 100:+.1f}%)"]
+    lines.append("")
+    for n in counts:
+        for storm in ("tlbstorm", "ipistorm"):
+            mine = [c for c in cells if c.nodes == n and c.storm == storm
+                    and c.what.startswith("pair")]
+            within = [c.per_op_ns for c in mine if c.what == "pair 0-0"]
+            across = [c.per_op_ns for c in mine if c.what != "pair 0-0"]
+            if within and across:
+                w, a = within[0], statistics.fmean(across)
+                lines.append(f"  {n} nodes, {storm}: within node 0 "
+                             f"{w / 1000:.2f} us, to other nodes "
+                             f"{a / 1000:.2f} us ({(a / w - 1) * 100:+.1f}%)"
+                             " (same target count)")
     lines += ["", "  The seed (4 nodes x 16 CPUs, 2010, reclaim-heavy "
               "mmap reads): > 20% CPU overhead saved by per-node flush "
               "vectors.",

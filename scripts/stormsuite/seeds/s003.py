@@ -135,7 +135,7 @@ def run(args: argparse.Namespace, who: str) -> int:
     common.write_json(results, path, {
         "seed": "003", "params": params(args),
         "cells": [dataclasses.asdict(c) for c in cells]})
-    png = plot(cells, path.with_suffix(".png"))
+    png = plot(cells, path.with_suffix(".png"), args.accel)
     print(f"{who}: wrote {path}, {png.name}")
     print(clock.line(who))
     return 0
@@ -145,7 +145,7 @@ def answer(args: argparse.Namespace, cells: list[Cell]) -> str:
     lines = [f"seed 003: broadcast (smp_call_function_many from CPU 0 to "
              f"all others, wait=1), ipistorm {' '.join(params(args))}",
              f"  ({args.boots} boots x {args.runs} runs per kernel and size, "
-             "single-threaded TCG; times per broadcast)", "",
+             f"{args.accel}; times per broadcast)", "",
              f"  {'kernel':10} {'vCPUs':>5} {'mean':>10} {'(boot CV)':>10} "
              f"{'p99':>10} {'max':>10} {'broadcasts':>11} {'uptime':>8}"]
     for c in cells:
@@ -161,7 +161,8 @@ def answer(args: argparse.Namespace, cells: list[Cell]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(cells: list[Cell], png: pathlib.Path) -> pathlib.Path:
+def plot(cells: list[Cell], png: pathlib.Path,
+         accel: str = "") -> pathlib.Path:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -179,7 +180,7 @@ def plot(cells: list[Cell], png: pathlib.Path) -> pathlib.Path:
     ax.set_yscale("log")
     ax.set_xticks(sorted({c.cpus for c in cells}))
     ax.set_xticklabels([str(x) for x in sorted({c.cpus for c in cells})])
-    ax.set_xlabel("vCPUs (single-threaded TCG)")
+    ax.set_xlabel(f"vCPUs ({accel})" if accel else "vCPUs")
     ax.set_ylabel("broadcast time, us")
     ax.set_title("seed 003: smp_call_function_many to all, wait=1")
     ax.grid(True, which="both", alpha=0.3)
