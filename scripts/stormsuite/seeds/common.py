@@ -155,10 +155,15 @@ def verdict_mark(ch: dict[str, Any]) -> str:
     """benchstat's reading of a change: its interval, or ~ for none."""
     if not ch or ch.get("pct") is None:
         return "~"
+    interval = (f"[{ch['ci_low']:+.1f}%, {ch['ci_high']:+.1f}%]"
+                if ch.get("ci_low") is not None
+                and ch.get("ci_high") is not None else "")
+    p = f"p={ch['p']:.2g}" if ch.get("p") is not None else ""
     if not ch.get("significant"):
-        return f"~ (p={ch['p']:.2g})" if ch.get("p") is not None else "~"
-    return (f"{ch['pct']:+.1f}% [{ch['ci_low']:+.1f}%, "
-            f"{ch['ci_high']:+.1f}%] p={ch['p']:.2g}")
+        # what the data allow: the interval says how large a change
+        # could still hide in the noise
+        return "~ " + " ".join(x for x in (interval, p) if x)
+    return f"{ch['pct']:+.1f}% {interval} {p}".strip()
 
 
 def results_dir(args: argparse.Namespace, nnn: str) -> pathlib.Path:
