@@ -5,6 +5,8 @@ the same case. tests/guest/check-numa.sh is the guest side."""
 
 from __future__ import annotations
 
+import json
+
 import conftest
 from conftest import assert_clean
 from stormsuite import result
@@ -42,6 +44,18 @@ def test_tlbstorm_from_node_0_lands_on_node_1():
     assert_clean(case.dmesg)
 
 
+def recorded_nodes(run: conftest.GuestRun) -> str:
+    files = sorted((run.out / "numa_run").glob("numa/*/run-*.json"))
+    assert len(files) == 1, (run.out / "numa_run" / "files").read_text()
+    return json.loads(files[0].read_text())["env"]["numa_node_cpus"]
+
+
+def test_storm_run_records_each_nodes_cpus():
+    """What seed 001 checks its guests against."""
+    assert recorded_nodes(conftest.boot("6.1", group="numa")) == "0:0-1 1:2-3"
+
+
 def test_full_boot_has_one_node(guest):
     assert nodes(guest) == {0: "0-3"}
     assert guest.case("numa_tlb_across").rc == 0
+    assert recorded_nodes(guest) == "0:0-3"
