@@ -196,3 +196,26 @@ def test_answers_are_never_overwritten(tmp_path):
     assert a != b and a.read_text() == "one\n" and b.read_text() == "two\n"
     common.write_json(tmp_path, b, {"x": 1})
     assert json.loads(b.with_suffix(".json").read_text()) == {"x": 1}
+
+
+def test_seed_001_places_storms_by_node_and_compares_like_with_like():
+    from stormsuite.seeds import s001
+    args = type("A", (), {"cpus": 8, "nodes": "1,2,4", "numflush": 300,
+                          "numipi": 2000, "boots": 2, "runs": 3,
+                          "accel": "accel tcg"})()
+    runs4 = s001.runs_of(args, 4)
+    # node 0 to node B: the last 8/4-1 CPUs of B, the same count for all B
+    assert [p[2][2] for p in runs4 if p[1] == "tlbstorm"][:4] == [
+        "targets=1", "targets=3", "targets=5", "targets=7"]
+    assert runs4[-1] == ("all nodes", "tlbstorm",
+                         ["numflush=300", "cpulist=0,2,4,6", "count_sent=1"])
+    cells = [s001.Cell(2, "pair 0-0", "tlbstorm", 4000.0, 1.0, 3.0, {}),
+             s001.Cell(2, "pair 0-1", "tlbstorm", 5000.0, 1.0, 3.0, {}),
+             s001.Cell(4, "pair 0-0", "tlbstorm", 1000.0, 1.0, 1.0, {}),
+             s001.Cell(4, "pair 0-1", "tlbstorm", 1100.0, 1.0, 1.0, {}),
+             s001.Cell(4, "pair 0-2", "tlbstorm", 1300.0, 1.0, 1.0, {})]
+    text = s001.answer(args, "r", cells)
+    assert "2 nodes, tlbstorm: within node 0 4.00 us, to other nodes " \
+        "5.00 us (+25.0%)" in text
+    assert "4 nodes, tlbstorm: within node 0 1.00 us, to other nodes " \
+        "1.20 us (+20.0%)" in text
