@@ -27,11 +27,12 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import math
 import pathlib
 import statistics
 from typing import Any
 
-from .. import guest, kernels, metrics, result, runs
+from .. import guest, kernels, metrics, result, runs, stats
 from . import common
 
 TITLE = "TLB shootdowns and IPIs by NUMA node pair (tlbstorm, ipistorm)"
@@ -134,6 +135,7 @@ class Cell:
     boot_cv: float
     ipis_sent_per_op: float
     received_by_node: dict[int, float]  # call-function IRQs per op
+    boot_means: list[float] = dataclasses.field(default_factory=list)
 
 
 def run(args: argparse.Namespace, who: str) -> int:
@@ -247,7 +249,7 @@ def collect(args: argparse.Namespace, nodes: int, d: pathlib.Path,
         out.append(Cell(nodes, what, storm, statistics.fmean(boot_means), cv,
                         statistics.fmean(sent) if sent else float("nan"),
                         {nd: sum(v) / runs_n for nd, v in
-                         sorted(recv.items())}))
+                         sorted(recv.items())}, boot_means))
     return out
 
 
@@ -283,19 +285,32 @@ def answer(args: argparse.Namespace, release: str,
                        c.received_by_node.items())
         lines.append(f"  {c.nodes:5} {c.per_op_ns / 1000:9.2f}us "
                      f"{'(' + format(c.boot_cv, '.1f') + '%)':>10}  {by}")
-    lines.append("")
+    lines += ["", "  Across against within (pair 0-B against pair 0-0, the "
+              "same target count): Welch's t-test on the boots' log means, "
+              "Holm over each node count's pairs; ~ when not a change"]
     for n in counts:
         for storm in ("tlbstorm", "ipistorm"):
-            mine = [c for c in cells if c.nodes == n and c.storm == storm
-                    and c.what.startswith("pair")]
-            within = [c.per_op_ns for c in mine if c.what == "pair 0-0"]
-            across = [c.per_op_ns for c in mine if c.what != "pair 0-0"]
-            if within and across:
-                w, a = within[0], statistics.fmean(across)
-                lines.append(f"  {n} nodes, {storm}: within node 0 "
-                             f"{w / 1000:.2f} us, to other nodes "
-                             f"{a / 1000:.2f} us ({(a / w - 1) * 100:+.1f}%)"
-                             " (same target count)")
+            mine = {c.what: c for c in cells if c.nodes == n
+                    and c.storm == storm and c.what.startswith("pair")}
+            within = mine.get("pair 0-0")
+            others = [c for w, c in sorted(mine.items()) if w != "pair 0-0"]
+            if within is None or not others:
+                continue
+            ests = [stats.boot_change(within.boot_means, c.boot_means,
+                                      log=True) for c in others]
+            adjusted = stats.holm([e.p for e in ests])
+            for c, e, p_adj in zip(others, ests, adjusted):
+                if math.isnan(e.lo):
+                    mark = f"{e.pct:+.1f}% (too few boots to test)"
+                elif p_adj < 0.05 and not (e.lo <= 0 <= e.hi):
+                    mark = (f"{e.pct:+.1f}% [{e.lo:+.1f}%, {e.hi:+.1f}%] "
+                            f"p={e.p:.2g} (Holm {p_adj:.2g})")
+                else:
+                    mark = (f"~ [{e.lo:+.1f}%, {e.hi:+.1f}%] p={e.p:.2g} "
+                            f"(Holm {p_adj:.2g})")
+                lines.append(f"  {n} nodes, {storm:9} {c.what}: "
+                             f"{c.per_op_ns / 1000:.2f} us against "
+                             f"{within.per_op_ns / 1000:.2f} us  {mark}")
     lines += ["", "  The seed (4 nodes x 16 CPUs, 2010, reclaim-heavy "
               "mmap reads): > 20% CPU overhead saved by per-node flush "
               "vectors.",
