@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from conftest import REPO
 from stormsuite import bisect, classify
 
 import numpy as np
@@ -151,7 +152,7 @@ def make_repo(path: pathlib.Path, values: list[str]) -> list[str]:
 def run_bisect(repo: pathlib.Path, results: pathlib.Path, good: str,
                bad: str, *extra: str) -> tuple[int, str, str]:
     res = subprocess.run(
-        [str(bisect.REPO / "scripts" / "storm"), "bisect", "--tree",
+        [str(REPO / "scripts" / "storm"), "bisect", "--tree",
          str(repo), "--good", good, "--bad", bad, "--runs", "5",
          "--boots", "3", "--max-boots", "6", "--jobs", "2",
          "--results", str(results), "--measurer", "bisect_fake:measure",

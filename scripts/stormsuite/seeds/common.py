@@ -191,6 +191,26 @@ def write_json(results: pathlib.Path, answer: pathlib.Path,
     return path
 
 
+def sides(kernels: list[Kernel], outs: dict[str, pathlib.Path],
+          append: str = "") -> list[matrix.Side]:
+    """One matrix side per built kernel, labelled by its release."""
+    return [matrix.Side(str(outs[k.name]), append,
+                        matrix.label_for(release(outs[k.name]), append))
+            for k in kernels]
+
+
+def finish(who: str, nnn: str, results: pathlib.Path, text: str,
+           clock: Clock, data: dict[str, Any]) -> pathlib.Path:
+    """Print the answer, keep it (text with where the time went, and
+    DATA as JSON) and say where; the answer's path."""
+    print(text)
+    path = write_answer(results, text + clock.line(who) + "\n")
+    write_json(results, path, {"seed": nnn, **data})
+    print(f"{who}: wrote {path}")
+    print(clock.line(who))
+    return path
+
+
 def release(out: pathlib.Path) -> str:
     from .. import kbuild
     return kbuild.release_of(out)

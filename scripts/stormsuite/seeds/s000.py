@@ -18,7 +18,7 @@ import argparse
 import math
 from typing import Any
 
-from .. import matrix, source
+from .. import source
 from . import common
 
 TITLE = "IPI only to an empty call queue: overlapping smp_call_function_many"
@@ -69,8 +69,7 @@ def run(args: argparse.Namespace, who: str) -> int:
     with source.lock(who):
         outs = common.build(KERNELS, who)
         clock.lap("builds")
-        sides = [matrix.Side(str(outs[k.name]), "",
-                             common.release(outs[k.name])) for k in KERNELS]
+        sides = common.sides(KERNELS, outs)
         for wait in WAITS:
             sets = common.measure(sides, args, "ipistorm",
                                   params(args, wait), results)
@@ -78,12 +77,8 @@ def run(args: argparse.Namespace, who: str) -> int:
             docs[wait] = [common.compare_two(s, sets[-1])
                           for s in sets[:-1]]
         clock.lap("boots and runs")
-    text = answer(args, docs)
-    print(text)
-    path = common.write_answer(results, text + clock.line(who) + "\n")
-    common.write_json(results, path, {"seed": "000", "comparisons": docs})
-    print(f"{who}: wrote {path}")
-    print(clock.line(who))
+    common.finish(who, "000", results, answer(args, docs), clock,
+                  {"comparisons": docs})
     return 0
 
 

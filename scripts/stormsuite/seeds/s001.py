@@ -183,14 +183,9 @@ def run(args: argparse.Namespace, who: str) -> int:
         label = f"{release}_numa{n}x{args.cpus // n}"
         series = next(b[3] for b in boots if b[1] == n)
         cells += collect(args, n, results / label, series)
-    text = answer(args, release, cells)
-    print(text)
-    path = common.write_answer(results, text + clock.line(who) + "\n")
-    common.write_json(results, path, {
-        "seed": "001", "kernel": release, "cpus": args.cpus,
-        "cells": [dataclasses.asdict(c) for c in cells]})
-    print(f"{who}: wrote {path}")
-    print(clock.line(who))
+    common.finish(who, "001", results, answer(args, release, cells), clock,
+                  {"kernel": release, "cpus": args.cpus,
+                   "cells": [dataclasses.asdict(c) for c in cells]})
     return 0
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from .. import matrix, runs, source
+from .. import runs, source
 from . import common
 
 TITLE = "IPIs of kmem_cache_create on SLAB and SLUB (slabstorm)"
@@ -64,18 +64,13 @@ def run(args: argparse.Namespace, who: str) -> int:
     with source.lock(who):
         outs = common.build(KERNELS, who)
         clock.lap("builds")
-        sides = [matrix.Side(str(outs[k.name]), "",
-                             common.release(outs[k.name])) for k in KERNELS]
-        sets = common.measure(sides, args, "slabstorm", params(args),
-                              results)
+        sets = common.measure(common.sides(KERNELS, outs), args,
+                              "slabstorm", params(args), results)
         clock.lap("boots and runs")
     docs = [common.compare_two(sets[0], s) for s in sets[1:]]
-    text = answer(args, [phase_means(s) for s in sets])
-    print(text)
-    path = common.write_answer(results, text + clock.line(who) + "\n")
-    common.write_json(results, path, {"seed": "002", "comparisons": docs})
-    print(f"{who}: wrote {path}")
-    print(clock.line(who))
+    common.finish(who, "002", results,
+                  answer(args, [phase_means(s) for s in sets]), clock,
+                  {"comparisons": docs})
     return 0
 
 
@@ -109,5 +104,5 @@ def answer(args: argparse.Namespace, means: list[dict[str, float]]) -> str:
               "(CPU 0's Function call interrupts).",
               "  Destroying a SLAB cache drains every CPU's array cache "
               "(drain_cpu_caches(): on_each_cpu()), with or without the "
-              "fix: the seed's script never destroyed its caches."]
+              "fix: the seed counted before its script removed its cgroups."]
     return "\n".join(lines) + "\n"

@@ -129,15 +129,11 @@ def run(args: argparse.Namespace, who: str) -> int:
         sets = common.measure(sides, args, "ipistorm", params(args), results)
         cells += [cell(spec, cpus, s) for spec, s in zip(args.kernel, sets)]
         clock.lap(f"{cpus} vCPUs")
-    text = answer(args, cells)
-    print(text)
-    path = common.write_answer(results, text + clock.line(who) + "\n")
-    common.write_json(results, path, {
-        "seed": "003", "params": params(args),
+    path = common.finish(who, "003", results, answer(args, cells), clock, {
+        "params": params(args),
         "cells": [dataclasses.asdict(c) for c in cells]})
     png = plot(cells, path.with_suffix(".png"), args.accel)
-    print(f"{who}: wrote {path}, {png.name}")
-    print(clock.line(who))
+    print(f"{who}: wrote {png}")
     return 0
 
 

@@ -15,7 +15,7 @@ import argparse
 import math
 from typing import Any
 
-from .. import matrix, source
+from .. import source
 from . import common
 
 TITLE = "TIF_NOTIFY_IPI: single calls to a polling idle CPU (ipistorm)"
@@ -61,21 +61,15 @@ def run(args: argparse.Namespace, who: str) -> int:
     with source.lock(who):
         outs = common.build(KERNELS, who)
         clock.lap("builds")
-        sides = [matrix.Side(str(outs[k.name]), append,
-                             matrix.label_for(common.release(outs[k.name]),
-                                              append))
-                 for append, _ in IDLES for k in KERNELS]
+        sides = [side for append, _ in IDLES
+                 for side in common.sides(KERNELS, outs, append)]
         sets = common.measure(sides, args, "ipistorm", params(args), results)
         clock.lap("boots and runs")
     docs = [common.compare_two(sets[i], sets[i + 1])
             for i in range(0, len(sets), 2)]
     clock.lap("compare")
-    text = answer(args, docs)
-    print(text)
-    path = common.write_answer(results, text + clock.line(who) + "\n")
-    common.write_json(results, path, {"seed": "004", "comparisons": docs})
-    print(f"{who}: wrote {path}")
-    print(clock.line(who))
+    common.finish(who, "004", results, answer(args, docs), clock,
+                  {"comparisons": docs})
     return 0
 
 
