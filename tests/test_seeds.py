@@ -223,3 +223,25 @@ def test_seed_001_places_storms_by_node_and_compares_like_with_like():
                      r"  \+25.0% \[\+\d", text), text
     assert re.search(r"4 nodes, tlbstorm  pair 0-1: 1.10 us against 1.00 us"
                      r"  ~ \[", text), text
+
+
+def test_kernel_source_refuses_a_directory_that_is_not_a_git_tree(tmp_path):
+    (tmp_path / "stray").write_text("x")
+    res = storm("kernel", "source", str(tmp_path))
+    assert res.returncode == 1
+    assert "is not a git tree" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stray"]
+
+
+def test_storm_without_venv_says_run_setup(tmp_path):
+    """A clone before scripts/setup: a sentence, not a traceback."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "storm").write_bytes(STORM.read_bytes())
+    (scripts / "storm").chmod(0o755)
+    res = subprocess.run([str(scripts / "storm"), "seed", "--help"],
+                         capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 2
+    assert "run scripts/setup first" in res.stderr
+    assert "Traceback" not in res.stderr
