@@ -26,19 +26,21 @@ storm_threads() {
 }
 
 # ---------------------------------------------------------------------
-# rmmod right after `insmod background=1`, ROUNDS times per module.
+# rmmod right after `insmod background=1`, many times per module.
 #
 # The window: the controller kthread must not have run when rmmod comes.
 # rmmod-race.py loads and unloads from one process with no exec between,
 # SCHED_FIFO on CPU 0, with only CPUs 0 and 1 online: the controller is
 # woken on the other CPU, which single-threaded TCG runs only after CPU 0
-# gives up its turn. In about a fifth to a half of the rounds the module
-# goes before its controller ever ran (measured on 6.1: 15, 5 and 13 of 30
-# rounds for ipistorm, tlbstorm and slabstorm); dmesg then says
-# "unloaded before the storm could report". Before storm_module_exit()
-# stopped the workers itself, each such round left them running in the
-# freed module.
-ROUNDS=${ROUNDS:-40}
+# gives up its turn. How often the module goes before its controller ever
+# ran depends on the kernel, the storm and the host (ipistorm: 21 to 26
+# of 40 rounds on 6.1 over six CI runs, 1 to 4 of 40 on 6.12, 3 of 307
+# on 6.12 alone on the host; about 70 ms a round), so the
+# loop runs ROUNDS rounds and then on until EARLY of them hit the window,
+# MAX rounds at most; dmesg then says "unloaded before the storm could
+# report" at least EARLY times. Before storm_module_exit() stopped the workers
+# itself, each such round left them running in the freed module.
+ROUNDS=${ROUNDS:-40} EARLY=${EARLY:-2} MAX=${MAX:-1000}
 race_loop() {
 	module=$1
 	shift
@@ -46,7 +48,7 @@ race_loop() {
 	printf '%s\n' "$*" >"$dir/params"
 	mark=$(dmesg_mark)
 	chrt -f 10 taskset -c 0 python3 tests/guest/rmmod-race.py \
-		"$KO/$module.ko" "$module" "$ROUNDS" "$@" \
+		"$KO/$module.ko" "$module" "$ROUNDS" "$EARLY" "$MAX" "$@" \
 		>"$dir/out" 2>"$dir/stderr"
 	echo $? >"$dir/rc"
 	grep -c "^$module " /proc/modules >"$dir/loaded_after"
