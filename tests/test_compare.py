@@ -392,7 +392,7 @@ def test_not_a_run_file(tmp_path):
     with pytest.raises(runs.RunError, match="not a storm run file"):
         runs.load_run(f)
     f.write_text("{")
-    with pytest.raises(runs.RunError, match="not a readable JSON"):
+    with pytest.raises(runs.RunError, match="not a readable run"):
         runs.load_run(f)
 
 

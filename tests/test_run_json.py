@@ -108,8 +108,9 @@ def test_one_valid_json_file_per_run(fake):
         assert doc["run"]["index"] == n and doc["run"]["runs"] == 3
         assert doc["run"]["warmup"] == 2 and doc["run"]["traced"] is False
         assert isinstance(doc["run"]["insmod_ns"], int)
-    # no temporary files left behind
-    assert sorted(series.iterdir()) == written
+    # each run file and its capture, no temporary files left behind
+    assert sorted(series.iterdir()) == sorted(
+        written + [f.with_suffix(".raw") for f in written])
 
 
 @needs_root
@@ -224,46 +225,99 @@ def test_json_string_escaping_in_awk(tmp_path):
     assert [json.loads(line) for line in proc.stdout.splitlines()] == samples
 
 
-def test_interrupts_awk_matches_the_python_parser():
-    """interrupts-json.awk and stormsuite.interrupts agree on real data."""
+def test_interrupts_section_on_real_data():
+    """The run file's interrupts section from two real 6.1 snapshots."""
     from stormsuite import interrupts
-    before = DATA / "interrupts-6.1-4cpu.before"
-    after = DATA / "interrupts-6.1-4cpu.after"
-    proc = subprocess.run(
-        ["awk", "-f", str(AWK / "json.awk"), "-f",
-         str(AWK / "interrupts-json.awk"), str(before), str(after)],
-        capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
-    py = interrupts.delta(interrupts.parse(before.read_text()),
-                          interrupts.parse(after.read_text()))
-    assert doc["cpus"] == py.cpus
-    assert set(doc["rows"]) == set(py.rows)
-    for name, row in py.rows.items():
-        if name in ("ERR", "MIS"):
-            # one system-wide number: one column here, padded in Python
-            assert doc["rows"][name]["total"] == sum(row.counts)
-            continue
-        assert doc["rows"][name]["delta"] == row.counts, name
-        assert doc["rows"][name]["description"] == row.description
-    assert doc["rows"]["CAL"]["delta"] == [62, 24, 28, 687]
-    assert doc["rows"]["ERR"]["delta"] == [0]   # one system-wide number
+    before = (DATA / "interrupts-6.1-4cpu.before").read_text()
+    after = (DATA / "interrupts-6.1-4cpu.after").read_text()
+    sec = interrupts.section(before, after)
+    assert sec["cpus"] == [0, 1, 2, 3]
+    cal = sec["rows"]["CAL"]
+    assert cal["delta"] == [62, 24, 28, 687] and cal["total"] == 801
+    assert [a - b for a, b in zip(cal["after"], cal["before"])] == \
+        cal["delta"]
+    assert cal["description"] == "Function call interrupts"
+    assert sec["rows"]["ERR"]["delta"] == [0]   # one system-wide number
+    assert len(sec["rows"]["ERR"]["before"]) == 1
+    # every row of the second snapshot, numbered IRQs included
+    assert set(sec["rows"]) == set(interrupts.parse(after).rows)
+    assert "0" in sec["rows"] and sec["rows"]["0"]["description"]
 
 
-def test_interrupt_counters_wrap_at_32_bits(tmp_path):
-    before = tmp_path / "b"
-    before.write_text("           CPU0       CPU1\n"
-                      "CAL: 4294967290  7  Function call interrupts\n")
-    after = tmp_path / "a"
-    after.write_text("           CPU0       CPU1\n"
-                     "CAL:          4  9  Function call interrupts\n")
-    proc = subprocess.run(
-        ["awk", "-f", str(AWK / "json.awk"), "-f",
-         str(AWK / "interrupts-json.awk"), str(before), str(after)],
-        capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-    row = json.loads(proc.stdout)["rows"]["CAL"]
+def test_interrupt_counters_wrap_at_32_bits():
+    from stormsuite import interrupts
+    sec = interrupts.section(
+        "           CPU0       CPU1\n"
+        "CAL: 4294967290  7  Function call interrupts\n",
+        "           CPU0       CPU1\n"
+        "CAL:          4  9  Function call interrupts\n")
+    row = sec["rows"]["CAL"]
     assert row["delta"] == [10, 2] and row["total"] == 12
-    assert row["before"] == [4294967290, 7]     # no 4.29497e+09 from mawk
+    assert row["before"] == [4294967290, 7]
+
+
+def test_a_cpu_that_came_online_counts_from_zero():
+    from stormsuite import interrupts
+    sec = interrupts.section(
+        "  CPU0 CPU2\nCAL: 5 6 Function call interrupts\n",
+        "  CPU0 CPU1 CPU2\nCAL: 8 3 9 Function call interrupts\n")
+    assert sec["cpus"] == [0, 1, 2]
+    assert sec["rows"]["CAL"]["before"] == [5, 0, 6]
+    assert sec["rows"]["CAL"]["delta"] == [3, 3, 3]
+
+
+def test_kv_and_result_types():
+    """Numbers as numbers, CPU lists and non-decimals as strings."""
+    from stormsuite import runfile
+    kv = runfile.parse_kv("s name a b  c\nn n1 12\nn n2 1.50\nn n3 0x10\n"
+                          "n n4 \nb t yes\nb f 0\nj o {\"a\": [1]}\n")
+    assert kv == {"name": "a b  c", "n1": 12, "n2": 1.5, "n3": None,
+                  "n4": None, "t": True, "f": False, "o": {"a": [1]}}
+    res = runfile.result_section(
+        "storm: ipistorm\nschema: 1\nstatus: done\nparam.cpulist: 1\n"
+        "targets: 3\nruntime_ns: 0012\nlat.p50_ns: 1.25\nrelease: 6.1\n"
+        "empty:\n")
+    assert res["param.cpulist"] == "1" and res["targets"] == "3"
+    assert res["runtime_ns"] == "0012"      # not a plain decimal: as is
+    assert res["lat.p50_ns"] == 1.25 and res["release"] == 6.1
+    assert res["empty"] == "" and res["schema"] == 1
+
+
+@needs_root
+def test_every_run_file_has_its_capture(fake):
+    """run-X.json next to run-X.raw/, and the JSON is what the capture
+    makes: the run file can always be made again from the raw files."""
+    from stormsuite import runfile
+    p = fake.run("--runs", "2", "--warmup", "0", "ipistorm", "numipi=1")
+    assert p.returncode == 0, p.stderr
+    files = fake.files()
+    assert len(files) == 2
+    for f in files:
+        raw = f.with_suffix(".raw")
+        assert sorted(x.name for x in raw.iterdir()) == [
+            "dmesg", "env", "header", "interrupts.after",
+            "interrupts.before", "params", "result", "run"]
+        assert runfile.build(raw) == json.loads(f.read_text())
+
+
+@needs_root
+def test_without_python_the_capture_is_the_run(fake):
+    """A box without python3: storm-run writes the captures only, and
+    storm compare reads them as runs."""
+    from stormsuite import runs
+    p = fake.run("--runs", "2", "--warmup", "0", "ipistorm", "numipi=1",
+                 STORM_RUN_PYTHON="")
+    assert p.returncode == 0, p.stderr
+    assert fake.files() == []
+    assert "no python3 here" in p.stderr
+    d, = {f.parent for f in fake.results.rglob("run-*.raw")}
+    found = runs.run_files(d)
+    assert [f.suffix for f in found] == [".raw", ".raw"]
+    assert [str(f) for f in found] == p.stdout.split()
+    docs = [runs.load_run(f) for f in found]
+    assert [doc["run"]["index"] for doc in docs] == [1, 2]
+    assert docs[0]["result"]["status"] == "done"
+    assert docs[0]["interrupts"]["rows"]["CAL"]["total"] >= 0
 
 
 # ---------------------------------------------------------------------
