@@ -122,7 +122,14 @@ def per_cpu(snap: Snapshot, row: str) -> dict[int, int]:
     return dict(zip(snap.cpus, r.counts))
 
 
-def lkp_name(row: Row) -> str:
-    """interrupts.CAL:Function_call_interrupts, as lkp-tests names it."""
-    desc = "_".join(row.description.split())
-    return f"interrupts.{row.name}:{desc}" if desc else f"interrupts.{row.name}"
+def lkp_name(name: str, description: str, cpu: int | None = None) -> str:
+    """A row's stat name as lkp-tests' stats/interrupts writes it: the
+    words of a vector's description joined by "_"
+    (interrupts.CAL:Function_call_interrupts), the fields of a numbered
+    IRQ's by "." (interrupts.24:PCI-MSI.49152-edge.virtio0-config); with
+    cpu, the per-CPU name (interrupts.CPU1.CAL:Function_call_interrupts)."""
+    joiner = "." if name.isdigit() else "_"
+    desc = joiner.join(description.split())
+    tag = f"{name}:{desc}" if desc else name
+    return f"interrupts.CPU{cpu}.{tag}" if cpu is not None \
+        else f"interrupts.{tag}"
