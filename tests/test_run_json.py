@@ -23,7 +23,6 @@ from conftest import REPO
 
 DATA = pathlib.Path(__file__).parent / "data"
 STORM_RUN = REPO / "scripts" / "storm-run"
-AWK = REPO / "scripts" / "awk"
 
 FAKE_INSMOD = """#!/bin/sh
 ko=$1; shift
@@ -209,20 +208,6 @@ def test_strings_are_escaped(fake):
     assert p.returncode == 0, p.stderr
     doc = json.loads(fake.files()[0].read_text())
     assert doc["params"]["mode"] == value
-
-
-def test_json_string_escaping_in_awk(tmp_path):
-    """json.awk's jstr on quotes, backslashes and control characters."""
-    prog = tmp_path / "p.awk"
-    prog.write_text('{ print jstr($0) }\n')
-    samples = ['plain', 'q"uote', 'back\\slash', 'tab\there', 'bell\x07',
-               'del\x7f', 'esc\x1b[0m', 'utf-8 \u00e9\u2603']
-    proc = subprocess.run(
-        ["awk", "-f", str(AWK / "json.awk"), "-f", str(prog)],
-        input="\n".join(samples) + "\n", capture_output=True, text=True,
-        env=dict(os.environ, LC_ALL="C"))
-    assert proc.returncode == 0, proc.stderr
-    assert [json.loads(line) for line in proc.stdout.splitlines()] == samples
 
 
 def test_interrupts_section_on_real_data():
@@ -430,3 +415,44 @@ def test_shellcheck_clean():
                         str(REPO / "tests" / "guest" / "check-drivers.sh")],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stdout
+
+
+def test_a_traced_capture_makes_its_trace_sections(tmp_path, fake):
+    """A --trace/--bpftrace run's capture holds the tracers' raw output
+    (the trace-cmd report gzipped); the run file's sections and the
+    summary storm-run prints come from it, through tracesum."""
+    import gzip
+    from stormsuite import runfile, tracesum
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1")
+    assert p.returncode == 0, p.stderr
+    raw = fake.files()[0].with_suffix(".raw")
+    trace = DATA / "trace"
+    (raw / "trace.txt.gz").write_bytes(
+        (trace / "ipistorm-6.12.117+deb12-amd64.trace-report.txt.gz")
+        .read_bytes())
+    events = gzip.decompress(
+        (trace / "ipistorm-6.12.117+deb12-amd64.trace-events.gz")
+        .read_bytes()).decode()
+    (raw / "trace-events").write_text(events)
+    (raw / "trace.meta").write_text(
+        "s tool trace-cmd\ns version 3.1.6\ns source ipi:ipi_send_cpu\n")
+    bpf = gzip.decompress(
+        (trace / "ipistorm-6.12.117+deb12-amd64.bpftrace.out.gz")
+        .read_bytes()).decode()
+    (raw / "bpftrace.out").write_text(bpf)
+    (raw / "bpftrace.meta").write_text(
+        "s tool bpftrace\ns version v0.17.0\ns source tracepoint:ipi\n")
+    out = tmp_path / "run.json"
+    summary = runfile.write(raw, out)
+    doc = json.loads(out.read_text())
+    want, text = tracesum.trace_report(
+        gzip.decompress((raw / "trace.txt.gz").read_bytes()).decode(
+            "utf-8", "replace"), tool="trace-cmd", version="3.1.6",
+        source="ipi:ipi_send_cpu", events=events.split())
+    assert doc["trace"] == want and text in summary
+    assert "ipistorm_sender_fn" in {
+        s["function"] for s in doc["trace"]["senders"]}
+    assert doc["bpftrace"]["tool"] == "bpftrace"
+    assert doc["bpftrace"]["handler_ns"]["call_function_single"]["count"] > 0
+    assert "IPI senders in the traced run (bpftrace: tracepoint:ipi)" in \
+        summary

@@ -14,19 +14,24 @@ capture when it reads the directory.
   interrupts.before      /proc/interrupts right before insmod
   interrupts.after       and right after it returned
   dmesg                  what the kernel logged during the run
-  trace.json             trace-cmd / bpftrace summaries, when traced
-  bpftrace.json
+  trace.txt[.gz]         a --trace run: `trace-cmd report`, the events
+  trace-events trace.meta  enabled (one a line), what recorded it (tool,
+                         version, source)
+  bpftrace.out           a --bpftrace run: the maps bpftrace printed, and
+  bpftrace.meta          what recorded it
 
 A "TYPE KEY VALUE" line: TYPE is s (string), n (number; null when the
 value is not one), b (true for 1/true/yes/y) or j (JSON as written); KEY
 has no blanks; VALUE is the rest of the line.
 
 Standard library only, Python 3.7 and later: it runs in guests and on test
-boxes. Usage: python3 -m stormsuite.runfile CAPTURE OUT.json
+boxes. Usage: python3 -m stormsuite.runfile CAPTURE OUT.json (prints a
+traced run's summary of who sent the IPIs on stderr).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import pathlib
@@ -35,10 +40,10 @@ import sys
 from typing import Any
 
 try:
-    from . import interrupts, result
+    from . import interrupts, result, tracesum
 except ImportError:             # run as a file, not a module
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    from stormsuite import interrupts, result  # type: ignore[no-redef]
+    from stormsuite import interrupts, result, tracesum  # type: ignore[no-redef]
 
 CAPTURE_SUFFIX = ".raw"
 NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
@@ -84,11 +89,42 @@ def result_section(text: str) -> dict[str, Any]:
 
 
 def _text(capture: pathlib.Path, name: str) -> str:
-    return (capture / name).read_bytes().decode("utf-8", "replace")
+    """A captured file, gunzipped if it was packed (name.gz)."""
+    f = capture / name
+    data = f.read_bytes() if f.is_file() else \
+        gzip.decompress((capture / f"{name}.gz").read_bytes())
+    return data.decode("utf-8", "replace")
+
+
+def _has(capture: pathlib.Path, name: str) -> bool:
+    return (capture / name).is_file() or (capture / f"{name}.gz").is_file()
+
+
+def tracer_sections(capture: pathlib.Path) -> dict[str, tuple[dict, str]]:
+    """{"trace" / "bpftrace": (the run file's section, the text summary)}
+    of a traced run's capture."""
+    out = {}
+    if _has(capture, "trace.txt"):
+        meta = parse_kv(_text(capture, "trace.meta"))
+        out["trace"] = tracesum.trace_report(
+            _text(capture, "trace.txt"), tool=meta["tool"],
+            version=meta["version"], source=meta["source"],
+            events=_text(capture, "trace-events").split())
+    if _has(capture, "bpftrace.out"):
+        meta = parse_kv(_text(capture, "bpftrace.meta"))
+        out["bpftrace"] = tracesum.bpftrace_report(
+            _text(capture, "bpftrace.out"), tool=meta["tool"],
+            version=meta["version"], source=meta["source"])
+    return out
 
 
 def build(capture: pathlib.Path) -> dict[str, Any]:
     """The run document of one capture directory."""
+    return _build(capture, tracer_sections(capture))
+
+
+def _build(capture: pathlib.Path,
+           tracers: dict[str, tuple[dict, str]]) -> dict[str, Any]:
     header = parse_kv(_text(capture, "header"))
     doc: dict[str, Any] = {
         "schema": header["schema"], "kind": "storm-run",
@@ -100,10 +136,8 @@ def build(capture: pathlib.Path) -> dict[str, Any]:
         "interrupts": interrupts.section(_text(capture, "interrupts.before"),
                                          _text(capture, "interrupts.after")),
     }
-    for part in ("trace", "bpftrace"):
-        f = capture / f"{part}.json"
-        if f.is_file():
-            doc[part] = json.loads(_text(capture, f.name))
+    for part, (section, _) in tracers.items():
+        doc[part] = section
     return doc
 
 
@@ -111,13 +145,16 @@ def run_file_of(capture: pathlib.Path) -> pathlib.Path:
     return capture.with_name(capture.name[:-len(CAPTURE_SUFFIX)] + ".json")
 
 
-def write(capture: pathlib.Path, out: pathlib.Path) -> None:
-    """Write the run file atomically: a reader sees it whole or not."""
-    doc = build(capture)
+def write(capture: pathlib.Path, out: pathlib.Path) -> str:
+    """Write the run file atomically (a reader sees it whole or not);
+    the tracer summaries' text, if the run was traced."""
+    tracers = tracer_sections(capture)
+    doc = _build(capture, tracers)
     tmp = out.with_name(f".{out.name}.{os.getpid()}")
     tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     os.chmod(tmp, 0o644)
     os.replace(tmp, out)
+    return "".join(text for _, text in tracers.values())
 
 
 def main(argv: list[str]) -> int:
@@ -126,7 +163,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     try:
-        write(pathlib.Path(argv[0]), pathlib.Path(argv[1]))
+        sys.stderr.write(write(pathlib.Path(argv[0]), pathlib.Path(argv[1])))
     except (OSError, ValueError, KeyError) as e:
         print(f"runfile: {argv[0]}: {type(e).__name__}: {e}",
               file=sys.stderr)
