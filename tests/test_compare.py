@@ -235,6 +235,11 @@ def test_json_output():
                  "ipistorm.time_per_call_ns", "ipistorm.ipis_per_call"):
         assert name in doc["metrics"], name
         assert name in doc["stats"][L["poll"]]
+        # lkp's matrix.json: one value per run, whose mean is the stat
+        per_run = doc["matrix"][L["poll"]][name]
+        assert len(per_run) == doc["sets"][1]["runs"]
+        assert sum(per_run) / len(per_run) == pytest.approx(
+            doc["stats"][L["poll"]][name])
     m = doc["metrics"]["ipistorm.irq.CPU1.CAL"]
     assert set(m["values"]) == {L["base"], L["poll"], L["old"]}
     assert set(m["changes"]) == {L["poll"], L["old"]}
@@ -392,7 +397,7 @@ def test_not_a_run_file(tmp_path):
     with pytest.raises(runs.RunError, match="not a storm run file"):
         runs.load_run(f)
     f.write_text("{")
-    with pytest.raises(runs.RunError, match="not a readable JSON"):
+    with pytest.raises(runs.RunError, match="not a readable run"):
         runs.load_run(f)
 
 

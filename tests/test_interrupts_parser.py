@@ -36,9 +36,18 @@ def test_delta_of_real_storm_matches_module():
 
 def test_lkp_name():
     s = snap("interrupts-6.1-4cpu.before")
-    assert interrupts.lkp_name(s.rows["CAL"]) == \
+    cal, tlb = s.rows["CAL"], s.rows["TLB"]
+    assert interrupts.lkp_name(cal.name, cal.description) == \
         "interrupts.CAL:Function_call_interrupts"
-    assert interrupts.lkp_name(s.rows["TLB"]) == "interrupts.TLB:TLB_shootdowns"
+    assert interrupts.lkp_name(tlb.name, tlb.description, 3) == \
+        "interrupts.CPU3.TLB:TLB_shootdowns"
+    # numbered IRQs: the chip, the hardware IRQ and the actions, by "."
+    irq = next(r for n, r in s.rows.items() if n.isdigit()
+               and "virtio" in r.description)
+    name = interrupts.lkp_name(irq.name, irq.description)
+    assert name == "interrupts." + irq.name + ":" + ".".join(
+        irq.description.split())
+    assert " " not in name and "_" not in name.split(":", 1)[1]
 
 
 SPARSE_BEFORE = """\

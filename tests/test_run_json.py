@@ -23,7 +23,6 @@ from conftest import REPO
 
 DATA = pathlib.Path(__file__).parent / "data"
 STORM_RUN = REPO / "scripts" / "storm-run"
-AWK = REPO / "scripts" / "awk"
 
 FAKE_INSMOD = """#!/bin/sh
 ko=$1; shift
@@ -108,8 +107,9 @@ def test_one_valid_json_file_per_run(fake):
         assert doc["run"]["index"] == n and doc["run"]["runs"] == 3
         assert doc["run"]["warmup"] == 2 and doc["run"]["traced"] is False
         assert isinstance(doc["run"]["insmod_ns"], int)
-    # no temporary files left behind
-    assert sorted(series.iterdir()) == written
+    # each run file and its capture, no temporary files left behind
+    assert sorted(series.iterdir()) == sorted(
+        written + [f.with_suffix(".raw") for f in written])
 
 
 @needs_root
@@ -210,60 +210,99 @@ def test_strings_are_escaped(fake):
     assert doc["params"]["mode"] == value
 
 
-def test_json_string_escaping_in_awk(tmp_path):
-    """json.awk's jstr on quotes, backslashes and control characters."""
-    prog = tmp_path / "p.awk"
-    prog.write_text('{ print jstr($0) }\n')
-    samples = ['plain', 'q"uote', 'back\\slash', 'tab\there', 'bell\x07',
-               'del\x7f', 'esc\x1b[0m', 'utf-8 \u00e9\u2603']
-    proc = subprocess.run(
-        ["awk", "-f", str(AWK / "json.awk"), "-f", str(prog)],
-        input="\n".join(samples) + "\n", capture_output=True, text=True,
-        env=dict(os.environ, LC_ALL="C"))
-    assert proc.returncode == 0, proc.stderr
-    assert [json.loads(line) for line in proc.stdout.splitlines()] == samples
-
-
-def test_interrupts_awk_matches_the_python_parser():
-    """interrupts-json.awk and stormsuite.interrupts agree on real data."""
+def test_interrupts_section_on_real_data():
+    """The run file's interrupts section from two real 6.1 snapshots."""
     from stormsuite import interrupts
-    before = DATA / "interrupts-6.1-4cpu.before"
-    after = DATA / "interrupts-6.1-4cpu.after"
-    proc = subprocess.run(
-        ["awk", "-f", str(AWK / "json.awk"), "-f",
-         str(AWK / "interrupts-json.awk"), str(before), str(after)],
-        capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
-    py = interrupts.delta(interrupts.parse(before.read_text()),
-                          interrupts.parse(after.read_text()))
-    assert doc["cpus"] == py.cpus
-    assert set(doc["rows"]) == set(py.rows)
-    for name, row in py.rows.items():
-        if name in ("ERR", "MIS"):
-            # one system-wide number: one column here, padded in Python
-            assert doc["rows"][name]["total"] == sum(row.counts)
-            continue
-        assert doc["rows"][name]["delta"] == row.counts, name
-        assert doc["rows"][name]["description"] == row.description
-    assert doc["rows"]["CAL"]["delta"] == [62, 24, 28, 687]
-    assert doc["rows"]["ERR"]["delta"] == [0]   # one system-wide number
+    before = (DATA / "interrupts-6.1-4cpu.before").read_text()
+    after = (DATA / "interrupts-6.1-4cpu.after").read_text()
+    sec = interrupts.section(before, after)
+    assert sec["cpus"] == [0, 1, 2, 3]
+    cal = sec["rows"]["CAL"]
+    assert cal["delta"] == [62, 24, 28, 687] and cal["total"] == 801
+    assert [a - b for a, b in zip(cal["after"], cal["before"])] == \
+        cal["delta"]
+    assert cal["description"] == "Function call interrupts"
+    assert sec["rows"]["ERR"]["delta"] == [0]   # one system-wide number
+    assert len(sec["rows"]["ERR"]["before"]) == 1
+    # every row of the second snapshot, numbered IRQs included
+    assert set(sec["rows"]) == set(interrupts.parse(after).rows)
+    assert "0" in sec["rows"] and sec["rows"]["0"]["description"]
 
 
-def test_interrupt_counters_wrap_at_32_bits(tmp_path):
-    before = tmp_path / "b"
-    before.write_text("           CPU0       CPU1\n"
-                      "CAL: 4294967290  7  Function call interrupts\n")
-    after = tmp_path / "a"
-    after.write_text("           CPU0       CPU1\n"
-                     "CAL:          4  9  Function call interrupts\n")
-    proc = subprocess.run(
-        ["awk", "-f", str(AWK / "json.awk"), "-f",
-         str(AWK / "interrupts-json.awk"), str(before), str(after)],
-        capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-    row = json.loads(proc.stdout)["rows"]["CAL"]
+def test_interrupt_counters_wrap_at_32_bits():
+    from stormsuite import interrupts
+    sec = interrupts.section(
+        "           CPU0       CPU1\n"
+        "CAL: 4294967290  7  Function call interrupts\n",
+        "           CPU0       CPU1\n"
+        "CAL:          4  9  Function call interrupts\n")
+    row = sec["rows"]["CAL"]
     assert row["delta"] == [10, 2] and row["total"] == 12
-    assert row["before"] == [4294967290, 7]     # no 4.29497e+09 from mawk
+    assert row["before"] == [4294967290, 7]
+
+
+def test_a_cpu_that_came_online_counts_from_zero():
+    from stormsuite import interrupts
+    sec = interrupts.section(
+        "  CPU0 CPU2\nCAL: 5 6 Function call interrupts\n",
+        "  CPU0 CPU1 CPU2\nCAL: 8 3 9 Function call interrupts\n")
+    assert sec["cpus"] == [0, 1, 2]
+    assert sec["rows"]["CAL"]["before"] == [5, 0, 6]
+    assert sec["rows"]["CAL"]["delta"] == [3, 3, 3]
+
+
+def test_kv_and_result_types():
+    """Numbers as numbers, CPU lists and non-decimals as strings."""
+    from stormsuite import runfile
+    kv = runfile.parse_kv("s name a b  c\nn n1 12\nn n2 1.50\nn n3 0x10\n"
+                          "n n4 \nb t yes\nb f 0\nj o {\"a\": [1]}\n")
+    assert kv == {"name": "a b  c", "n1": 12, "n2": 1.5, "n3": None,
+                  "n4": None, "t": True, "f": False, "o": {"a": [1]}}
+    res = runfile.result_section(
+        "storm: ipistorm\nschema: 1\nstatus: done\nparam.cpulist: 1\n"
+        "targets: 3\nruntime_ns: 0012\nlat.p50_ns: 1.25\nrelease: 6.1\n"
+        "empty:\n")
+    assert res["param.cpulist"] == "1" and res["targets"] == "3"
+    assert res["runtime_ns"] == "0012"      # not a plain decimal: as is
+    assert res["lat.p50_ns"] == 1.25 and res["release"] == 6.1
+    assert res["empty"] == "" and res["schema"] == 1
+
+
+@needs_root
+def test_every_run_file_has_its_capture(fake):
+    """run-X.json next to run-X.raw/, and the JSON is what the capture
+    makes: the run file can always be made again from the raw files."""
+    from stormsuite import runfile
+    p = fake.run("--runs", "2", "--warmup", "0", "ipistorm", "numipi=1")
+    assert p.returncode == 0, p.stderr
+    files = fake.files()
+    assert len(files) == 2
+    for f in files:
+        raw = f.with_suffix(".raw")
+        assert sorted(x.name for x in raw.iterdir()) == [
+            "dmesg", "env", "header", "interrupts.after",
+            "interrupts.before", "params", "result", "run"]
+        assert runfile.build(raw) == json.loads(f.read_text())
+
+
+@needs_root
+def test_without_python_the_capture_is_the_run(fake):
+    """A box without python3: storm-run writes the captures only, and
+    storm compare reads them as runs."""
+    from stormsuite import runs
+    p = fake.run("--runs", "2", "--warmup", "0", "ipistorm", "numipi=1",
+                 STORM_RUN_PYTHON="")
+    assert p.returncode == 0, p.stderr
+    assert fake.files() == []
+    assert "no python3 here" in p.stderr
+    d, = {f.parent for f in fake.results.rglob("run-*.raw")}
+    found = runs.run_files(d)
+    assert [f.suffix for f in found] == [".raw", ".raw"]
+    assert [str(f) for f in found] == p.stdout.split()
+    docs = [runs.load_run(f) for f in found]
+    assert [doc["run"]["index"] for doc in docs] == [1, 2]
+    assert docs[0]["result"]["status"] == "done"
+    assert docs[0]["interrupts"]["rows"]["CAL"]["total"] >= 0
 
 
 # ---------------------------------------------------------------------
@@ -376,3 +415,44 @@ def test_shellcheck_clean():
                         str(REPO / "tests" / "guest" / "check-drivers.sh")],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stdout
+
+
+def test_a_traced_capture_makes_its_trace_sections(tmp_path, fake):
+    """A --trace/--bpftrace run's capture holds the tracers' raw output
+    (the trace-cmd report gzipped); the run file's sections and the
+    summary storm-run prints come from it, through tracesum."""
+    import gzip
+    from stormsuite import runfile, tracesum
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1")
+    assert p.returncode == 0, p.stderr
+    raw = fake.files()[0].with_suffix(".raw")
+    trace = DATA / "trace"
+    (raw / "trace.txt.gz").write_bytes(
+        (trace / "ipistorm-6.12.117+deb12-amd64.trace-report.txt.gz")
+        .read_bytes())
+    events = gzip.decompress(
+        (trace / "ipistorm-6.12.117+deb12-amd64.trace-events.gz")
+        .read_bytes()).decode()
+    (raw / "trace-events").write_text(events)
+    (raw / "trace.meta").write_text(
+        "s tool trace-cmd\ns version 3.1.6\ns source ipi:ipi_send_cpu\n")
+    bpf = gzip.decompress(
+        (trace / "ipistorm-6.12.117+deb12-amd64.bpftrace.out.gz")
+        .read_bytes()).decode()
+    (raw / "bpftrace.out").write_text(bpf)
+    (raw / "bpftrace.meta").write_text(
+        "s tool bpftrace\ns version v0.17.0\ns source tracepoint:ipi\n")
+    out = tmp_path / "run.json"
+    summary = runfile.write(raw, out)
+    doc = json.loads(out.read_text())
+    want, text = tracesum.trace_report(
+        gzip.decompress((raw / "trace.txt.gz").read_bytes()).decode(
+            "utf-8", "replace"), tool="trace-cmd", version="3.1.6",
+        source="ipi:ipi_send_cpu", events=events.split())
+    assert doc["trace"] == want and text in summary
+    assert "ipistorm_sender_fn" in {
+        s["function"] for s in doc["trace"]["senders"]}
+    assert doc["bpftrace"]["tool"] == "bpftrace"
+    assert doc["bpftrace"]["handler_ns"]["call_function_single"]["count"] > 0
+    assert "IPI senders in the traced run (bpftrace: tracepoint:ipi)" in \
+        summary

@@ -1,5 +1,4 @@
-"""The tracer summaries (scripts/awk/trace-report.awk, bpftrace-report.awk,
-senders.awk) on raw output captured in guests with `storm run --trace
+"""The tracer summaries (stormsuite/tracesum.py) on raw output captured in guests with `storm run --trace
 --bpftrace --keep-trace` (ipistorm numipi=200 single=1 wait=1 cpulist=0
 offset=1 delay=50, 4 vCPUs, TCG): 6.1 has no ipi:* tracepoints (function
 kprobe events and kprobes on the x86 send functions), 6.12 has them.
@@ -10,18 +9,14 @@ probes.bt}.gz, the probes.bt being the bpftrace program that ran.
 from __future__ import annotations
 
 import gzip
-import json
-import os
 import pathlib
 import re
-import subprocess
 
 import pytest
 
-from conftest import REPO
+from stormsuite import tracesum
 
 TRACE = pathlib.Path(__file__).parent / "data" / "trace"
-AWK = REPO / "scripts" / "awk"
 
 
 def captured(kind: str) -> dict[str, pathlib.Path]:
@@ -34,18 +29,17 @@ def captured(kind: str) -> dict[str, pathlib.Path]:
     return out
 
 
-def summarize(program: str, text: str, tmp_path: pathlib.Path,
+def summarize(tracer: str, text: str, tmp_path: pathlib.Path,
               **variables: str) -> tuple[dict, str]:
-    summary = tmp_path / "summary.txt"
-    args = ["awk"]
-    for k, v in dict(variables, summary=str(summary)).items():
-        args += ["-v", f"{k}={v}"]
-    args += ["-f", str(AWK / "json.awk"), "-f", str(AWK / "senders.awk"),
-             "-f", str(AWK / program)]
-    proc = subprocess.run(args, input=text, capture_output=True, text=True,
-                          env=dict(os.environ, LC_ALL="C"))
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout), summary.read_text()
+    """tracesum's (section, summary) of a trace-cmd report ("trace") or
+    of bpftrace's maps ("bpftrace"); variables as storm-run gives them."""
+    meta = {k: variables.get(k, "") for k in ("tool", "version", "source")}
+    if tracer == "trace":
+        events = pathlib.Path(variables["events_file"]).read_text().split()
+        return tracesum.trace_report(text, events=events,
+                                     window=variables.get("window") != "0",
+                                     **meta)
+    return tracesum.bpftrace_report(text, **meta)
 
 
 @pytest.mark.parametrize("kernel", ["6.1", "6.12"])
@@ -56,7 +50,7 @@ def test_trace_cmd_report(kernel, tmp_path):
                              .read_bytes()).decode()
     ev_file = tmp_path / "events"
     ev_file.write_text(events)
-    doc, text = summarize("trace-report.awk", report, tmp_path,
+    doc, text = summarize("trace", report, tmp_path,
                           tool="trace-cmd", source="captured", window="1",
                           events_file=str(ev_file))
     assert doc["window"] == "storm-run markers"
@@ -92,11 +86,11 @@ def test_trace_without_markers_counts_nothing(tmp_path):
     ev_file = tmp_path / "events"
     ev_file.write_bytes(gzip.decompress(
         captured("trace-events")["6.1"].read_bytes()))
-    doc, _ = summarize("trace-report.awk", report, tmp_path,
+    doc, _ = summarize("trace", report, tmp_path,
                        tool="trace-cmd", source="x", window="1",
                        events_file=str(ev_file))
     assert doc["window"] == "markers not seen" and doc["sends"] == 0
-    doc, _ = summarize("trace-report.awk", report, tmp_path,
+    doc, _ = summarize("trace", report, tmp_path,
                        tool="trace-cmd", source="x", window="0",
                        events_file=str(ev_file))
     assert doc["window"] == "whole trace" and doc["sends"] > 0
@@ -106,7 +100,7 @@ def test_trace_without_markers_counts_nothing(tmp_path):
 def test_bpftrace_maps(kernel, tmp_path):
     out = gzip.decompress(captured("bpftrace.out")[kernel].read_bytes()) \
         .decode("utf-8", "replace")
-    doc, text = summarize("bpftrace-report.awk", out, tmp_path,
+    doc, text = summarize("bpftrace", out, tmp_path,
                           tool="bpftrace", source="captured")
     top = {s["function"]: s for s in doc["senders"]}
     assert 100 <= top["ipistorm_sender_fn"]["count"] <= 200
@@ -138,7 +132,7 @@ def test_bpftrace_units_and_empty_stacks(tmp_path):
            "    smp_call_function_many_cond+711\n"
            "    on_each_cpu_cond_mask+32\n    text_poke_bp_batch+183\n"
            "]: 5\n")
-    doc, _ = summarize("bpftrace-report.awk", out, tmp_path,
+    doc, _ = summarize("bpftrace", out, tmp_path,
                        tool="bpftrace", source="x")
     b = doc["handler_ns"]["call_function_single"]["buckets"]
     assert [(x["low"], x["high"], x["count"]) for x in b] == [

@@ -3,6 +3,7 @@ and the verdict from the guest's state files (with a stand-in for vng)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import signal
@@ -161,6 +162,40 @@ def test_verdict_from_guest_state(fake_vng, capsys, rc, log, expect):
     assert "guest says hi" in out.out
     if expect:
         assert "storm vm:" in out.err
+
+
+@pytest.mark.parametrize("rc,log,outcome,command_exit", [
+    ("0", "[ 1.0] all fine", "ok", 0),
+    ("124", "[ 1.0] all fine", "command-failed", 124),
+    ("125", "[ 1.0] all fine", "command-failed", 125),
+    ("3", "[ 1.0] all fine", "command-failed", 3),
+    ("0", "[ 1.0] WARNING: CPU: 1 PID: 1 at kernel/smp.c:1 x",
+     "kernel-problem", 0),
+    ("none", "", "no-run", None),
+])
+def test_status_file_tells_the_command_from_storm_vm(fake_vng, tmp_path,
+                                                     rc, log, outcome,
+                                                     command_exit):
+    """COMMAND exiting 124 and a timeout give the same exit status (as
+    with timeout(1)); --status-file says which it was."""
+    fake_vng.setenv("FAKE_RC", rc)
+    fake_vng.setenv("FAKE_DMESG", log)
+    status = tmp_path / "status.json"
+    code = vm.main(["--status-file", str(status), "--", "true"])
+    st = json.loads(status.read_text())
+    assert (st["outcome"], st["command_exit"], st["exit"]) == \
+        (outcome, command_exit, code)
+    assert bool(st["problems"]) == (outcome == "kernel-problem")
+    assert st["kernel"] == "6.1.0-test"
+
+
+def test_status_file_on_timeout(fake_vng, tmp_path, monkeypatch):
+    monkeypatch.setattr(vm, "run_guest", lambda *a, **k: None)
+    status = tmp_path / "status.json"
+    assert vm.main(["--status-file", str(status), "--", "true"]) == \
+        vm.EXIT_TIMEOUT
+    st = json.loads(status.read_text())
+    assert st["outcome"] == "timeout" and st["command_exit"] is None
 
 
 def test_a_guest_that_panics_says_why(fake_vng, capsys):

@@ -233,6 +233,7 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         "verdict": {},
         "metrics": {},
         "stats": {label: {} for label in labels},
+        "matrix": {label: {} for label in labels},
         "warnings": cmp.warnings,
     }
     for r in cmp.rows:
@@ -261,6 +262,7 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
                     "significant": c.significant, "reported": c.reported,
                     "why_not": c.why_not}
             doc["stats"][label][m.name] = _num(s.mean)
+            doc["matrix"][label][m.name] = [_num(x) for x in v]
         doc["metrics"][m.name] = entry
         if m.primary:
             doc["verdict"][m.name] = {

@@ -25,6 +25,7 @@ import pathlib
 import secrets
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Sequence
@@ -32,6 +33,7 @@ from typing import Sequence
 from . import REPO
 
 STORM = REPO / "scripts" / "storm"
+VM_STATE = REPO / "build" / "vm"   # storm vm's state directories
 _print_lock = threading.Lock()
 
 
@@ -103,7 +105,8 @@ def _echo(prefix: str, line: str) -> None:
 
 def vm_command(guest: Guest, command: Sequence[str], name: str = "",
                concurrent_with: str = "",
-               rwdirs: Sequence[pathlib.Path] = ()) -> list[str]:
+               rwdirs: Sequence[pathlib.Path] = (),
+               status_file: pathlib.Path | None = None) -> list[str]:
     cmd = [str(STORM), "vm", "--kernel", guest.kernel,
            "--cpus", str(guest.cpus), "--memory", guest.memory,
            "--timeout", str(guest.timeout)]
@@ -119,7 +122,25 @@ def vm_command(guest: Guest, command: Sequence[str], name: str = "",
         cmd += ["--name", name]
     if concurrent_with:
         cmd += ["--concurrent-with", concurrent_with]
+    if status_file is not None:
+        cmd += ["--status-file", str(status_file)]
     return cmd + ["--", *command]
+
+
+def outcome_text(status_file: pathlib.Path, rc: int) -> str:
+    """What became of a guest, from storm vm's --status-file."""
+    try:
+        st = json.loads(status_file.read_text())
+    except (OSError, ValueError):
+        return f"storm vm exit {rc}, no status written"
+    what = {"timeout": "timed out and was killed",
+            "no-run": "never ran the command",
+            "interrupted": "was interrupted",
+            "kernel-problem": "dmesg shows a kernel problem: "
+            + "; ".join(st.get("problems", [])[:3]),
+            "command-failed": f"the command exited {st.get('command_exit')}",
+            }.get(st.get("outcome"), str(st.get("outcome")))
+    return f"the guest {what} (storm vm exit {rc}; files in {st.get('state')})"
 
 
 def run_command(cmd: list[str], prefix: str = "") -> int:
@@ -158,20 +179,27 @@ def run_storm(boot: Boot, storm: str, params: Sequence[str], *, runs: int,
     """One boot: the storm runs+warmup times; the run files it wrote."""
     results.mkdir(parents=True, exist_ok=True)
     before = find_runs(results, boot.label, storm, boot.series, boot.name)
+    VM_STATE.mkdir(parents=True, exist_ok=True)
+    fd, status = tempfile.mkstemp(prefix="status-", suffix=".json",
+                                  dir=VM_STATE)
+    os.close(fd)
+    status_file = pathlib.Path(status)
     cmd = vm_command(boot.guest, [
         "scripts/storm", "run", "--runs", str(runs), "--warmup", str(warmup),
         "--results", str(results), "--label", boot.label,
         "--series", boot.series, *extra, storm, *params], boot.name,
         concurrent_with, [] if results.resolve() == (REPO / "results")
-        else [results])
+        else [results], status_file)
     t0 = time.monotonic()
     rc = run_command(cmd, prefix)
     seconds = time.monotonic() - t0
+    failed = outcome_text(status_file, rc) if rc != 0 else ""
+    status_file.unlink(missing_ok=True)
     after = find_runs(results, boot.label, storm, boot.series, boot.name)
     new = [f for key, fs in after.items() if key not in before for f in fs]
     if rc != 0:
-        raise GuestError(f"{boot.name}: the guest failed (storm vm exit "
-                         f"{rc}); {len(new)} run files came back")
+        raise GuestError(f"{boot.name}: {failed}; {len(new)} run files "
+                         f"came back")
     if len(new) != runs:
         raise GuestError(f"{boot.name}: {len(new)} run files came back, "
                          f"{runs} were asked for")

@@ -1,5 +1,10 @@
 """/proc/interrupts: every row, per CPU, and the difference of two snapshots.
 
+The suite's one parser of /proc/interrupts: run files get their
+"interrupts" section from it (runfile.py), and the guest checks read
+their snapshots with it. Standard library only: it also runs inside
+guests and on test boxes with nothing but python3.
+
 Row names follow LKP: numbered IRQs by number ("24"), per-CPU vectors by
 their tag ("CAL", "TLB", "RES", "LOC", ...). The description is kept so
 stats can be named like `interrupts.CAL:Function_call_interrupts`.
@@ -53,9 +58,15 @@ def parse(text: str) -> Snapshot:
     return Snapshot(cpus=cpus, rows=rows)
 
 
+# The kernel's per-CPU interrupt counters are unsigned int: a difference
+# is taken modulo 2^32, so a counter that wrapped between the snapshots
+# still gives the right count.
+COUNTER_MOD = 1 << 32
+
+
 def delta(before: Snapshot, after: Snapshot) -> Snapshot:
-    """after - before, per row and CPU. CPUs are matched by number, so a
-    CPU that came online in between counts from zero."""
+    """after - before, per row and CPU, modulo 2^32. CPUs are matched by
+    number, so a CPU that came online in between counts from zero."""
     rows = {}
     for name, row in after.rows.items():
         old = before.rows.get(name)
@@ -67,9 +78,41 @@ def delta(before: Snapshot, after: Snapshot) -> Snapshot:
                 if j < len(old.counts):
                     prev = old.counts[j]
             now = row.counts[i] if i < len(row.counts) else 0
-            counts.append(now - prev)
+            counts.append((now - prev) % COUNTER_MOD)
+            if len(row.counts) == 1 and name in ("ERR", "MIS"):
+                break
         rows[name] = Row(name, counts, row.description)
     return Snapshot(cpus=list(after.cpus), rows=rows)
+
+
+def _matched(snap: Snapshot, row: Row | None, cpus: list[int]) -> list[int]:
+    """row's counts for the CPU numbers cpus (0 where snap has none)."""
+    out = []
+    for cpu in cpus:
+        i = snap.cpus.index(cpu) if cpu in snap.cpus else -1
+        out.append(row.counts[i] if row is not None
+                   and 0 <= i < len(row.counts) else 0)
+    return out
+
+
+def section(before_text: str, after_text: str) -> dict:
+    """A run file's "interrupts" section from two snapshots: the CPU
+    columns of the second, and per row its description, the counts
+    before and after (by CPU number) and their difference, with the
+    total. ERR and MIS, one system-wide number, have one column."""
+    before, after = parse(before_text), parse(after_text)
+    moved = delta(before, after)
+    rows = {}
+    for name, row in after.rows.items():
+        cpus = after.cpus[:len(moved.rows[name].counts)]
+        rows[name] = {
+            "description": row.description,
+            "before": _matched(before, before.rows.get(name), cpus),
+            "after": _matched(after, row, cpus),
+            "delta": moved.rows[name].counts,
+            "total": sum(moved.rows[name].counts),
+        }
+    return {"cpus": list(after.cpus), "rows": rows}
 
 
 def per_cpu(snap: Snapshot, row: str) -> dict[int, int]:
@@ -79,7 +122,14 @@ def per_cpu(snap: Snapshot, row: str) -> dict[int, int]:
     return dict(zip(snap.cpus, r.counts))
 
 
-def lkp_name(row: Row) -> str:
-    """interrupts.CAL:Function_call_interrupts, as lkp-tests names it."""
-    desc = "_".join(row.description.split())
-    return f"interrupts.{row.name}:{desc}" if desc else f"interrupts.{row.name}"
+def lkp_name(name: str, description: str, cpu: int | None = None) -> str:
+    """A row's stat name as lkp-tests' stats/interrupts writes it: the
+    words of a vector's description joined by "_"
+    (interrupts.CAL:Function_call_interrupts), the fields of a numbered
+    IRQ's by "." (interrupts.24:PCI-MSI.49152-edge.virtio0-config); with
+    cpu, the per-CPU name (interrupts.CPU1.CAL:Function_call_interrupts)."""
+    joiner = "." if name.isdigit() else "_"
+    desc = joiner.join(description.split())
+    tag = f"{name}:{desc}" if desc else name
+    return f"interrupts.CPU{cpu}.{tag}" if cpu is not None \
+        else f"interrupts.{tag}"

@@ -52,7 +52,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from . import result
+from . import interrupts, result
 
 PERCENTILES = (50, 90, 99, 99.9)
 IPI_ROWS = ("CAL", "TLB", "RES")
@@ -191,13 +191,6 @@ def _rate(res: dict[str, Any]) -> tuple[str, float] | None:
     return None
 
 
-def lkp_row_name(name: str, description: str, cpu: int | None = None) -> str:
-    desc = "_".join(description.split())
-    tag = f"{name}:{desc}" if desc else name
-    return f"interrupts.CPU{cpu}.{tag}" if cpu is not None \
-        else f"interrupts.{tag}"
-
-
 def of_run(run: dict[str, Any]) -> dict[Metric, float]:
     """Every metric of one run file."""
     storm = run["storm"]
@@ -251,11 +244,11 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
     for name, row in irq["rows"].items():
         desc = row.get("description", "")
         role = proc_role if name in module_irq else SECONDARY
-        out[Metric(lkp_row_name(name, desc), "count", "", role)] = \
+        out[Metric(interrupts.lkp_name(name, desc), "count", "", role)] = \
             float(row["total"])
         if name in IPI_ROWS and len(row["delta"]) == len(cpus):
             for cpu in per_cpu:
-                out[Metric(lkp_row_name(name, desc, cpu), "count", "",
+                out[Metric(interrupts.lkp_name(name, desc, cpu), "count", "",
                            role)] = float(row["delta"][cpus.index(cpu)])
     return out
 

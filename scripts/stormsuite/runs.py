@@ -23,7 +23,7 @@ import json
 import pathlib
 from typing import Any, Iterable
 
-from . import REPO
+from . import REPO, runfile
 
 SCHEMA = 1
 RESULTS = REPO / "results"
@@ -34,11 +34,16 @@ class RunError(ValueError):
 
 
 def load_run(path: pathlib.Path) -> dict[str, Any]:
-    """One run file, checked to be a storm-run document of a known schema."""
+    """One run file, checked to be a storm-run document of a known schema;
+    or a run's capture directory (run-*.raw, from a box without python3),
+    made into its document here."""
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8", "replace"))
-    except (OSError, ValueError) as e:
-        raise RunError(f"{path}: not a readable JSON run file ({e})") from e
+        if path.is_dir():
+            doc = runfile.build(path)
+        else:
+            doc = json.loads(path.read_bytes().decode("utf-8", "replace"))
+    except (OSError, ValueError, KeyError) as e:
+        raise RunError(f"{path}: not a readable run ({e})") from e
     if not isinstance(doc, dict) or doc.get("kind") != "storm-run":
         raise RunError(f"{path}: not a storm run file (no kind: storm-run)")
     if doc.get("schema") != SCHEMA:
@@ -153,7 +158,11 @@ class Series:
 
 
 def run_files(d: pathlib.Path) -> list[pathlib.Path]:
-    return sorted(d.glob("run-*.json"))
+    """The runs in d: run files, and the captures that have none."""
+    files = set(d.glob("run-*.json"))
+    files |= {c for c in d.glob("run-*" + runfile.CAPTURE_SUFFIX)
+              if runfile.run_file_of(c) not in files}
+    return sorted(files)
 
 
 def series_from_runs(label: str, d: pathlib.Path,

@@ -374,7 +374,9 @@ def main(argv: list[str]) -> int:
         "COMMAND as root in the repository; the storms built for that kernel "
         "are in build/$(uname -r)/. Exit status: COMMAND's, or 3 when the "
         "guest's dmesg shows BUG/WARNING/Oops/Call Trace/soft lockup/hung "
-        "task, 124 on timeout, 125 when the guest never ran COMMAND.")
+        "task, 124 on timeout, 125 when the guest never ran COMMAND, 130 "
+        "when interrupted (as timeout(1), COMMAND's own 3, 124 or 125 look "
+        "the same: --status-file says which).")
     p.add_argument("--kernel", default="6.1",
                    help="6.1, 6.12 (newest installed Debian kernel of that "
                    "series), a vmlinuz-<release>, or a built kernel tree "
@@ -404,6 +406,12 @@ def main(argv: list[str]) -> int:
                    "the same time (storm matrix, ab and bisect set it)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="show the guest's console as it boots and runs")
+    p.add_argument("--status-file", type=pathlib.Path, metavar="FILE",
+                   help="write what became of the guest there as JSON "
+                   "(outcome: ok, command-failed, kernel-problem, timeout, "
+                   "no-run or interrupted; COMMAND's own exit status): "
+                   "the exit status cannot tell a timeout from COMMAND "
+                   "exiting 124")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="-- COMMAND [ARG...]: run as root in the "
                    "repository directory (required)")
@@ -444,36 +452,66 @@ def main(argv: list[str]) -> int:
 
     started = time.monotonic()
     launched = time.time()
+    outcome = guest_outcome(args, kernel, cmd, state, launched)
+    outcome["seconds"] = round(time.monotonic() - started, 1)
+    if args.status_file:
+        write_status(args.status_file, outcome)
+    if outcome["outcome"] == "ok":
+        shutil.rmtree(state, ignore_errors=True)
+    return outcome["exit"]
+
+
+def write_status(path: pathlib.Path, outcome: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(outcome, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def guest_outcome(args: argparse.Namespace, kernel: kernels.Kernel,
+                  cmd: list[str], state: pathlib.Path,
+                  launched: float) -> dict:
+    """Run the guest; what became of it, for --status-file: outcome (ok,
+    command-failed, kernel-problem, timeout, no-run, interrupted), exit
+    (storm vm's status), command_exit (COMMAND's, when it ran) and the
+    kernel problems found in dmesg. The exit status alone cannot say
+    whether 124 was the timeout or COMMAND's own; this can."""
+    def done(what: str, status: int, command_exit: int | None = None,
+             problems: list[str] | None = None) -> dict:
+        return {"outcome": what, "exit": status,
+                "command_exit": command_exit, "problems": problems or [],
+                "kernel": kernel.release, "state": str(state)}
+
+    started = time.monotonic()
     try:
         vng_status = run_guest(cmd, args.timeout, state / "vng.log",
                                args.verbose, state / HOST_LOADAVG)
     except Interrupted as e:
         print(f"storm vm: {e}: guest killed; its files are in {state}",
               file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return done("interrupted", EXIT_INTERRUPTED)
     elapsed = time.monotonic() - started
     if vng_status is None:
         report_failure(state, f"guest ({kernel.release}) timed out after "
                        f"{args.timeout:.0f} s and was killed")
-        return EXIT_TIMEOUT
+        return done("timeout", EXIT_TIMEOUT)
     rc_file = state / "rc"
-    if not rc_file.is_file():
+    text = rc_file.read_text().strip() if rc_file.is_file() else ""
+    if not text.isdigit():
         report_failure(state, f"guest ({kernel.release}) ended before "
                        f"the command finished after {elapsed:.0f} s: "
                        f"{why_ended(state)}; vng exit status {vng_status}")
         log = (state / "vng.log").read_text(errors="replace")
         sys.stderr.write(log[-3000:])
-        return EXIT_NO_RUN
-    rc = int(rc_file.read_text().strip() or EXIT_NO_RUN)
+        return done("no-run", EXIT_NO_RUN)
+    rc = int(text)
     bad = dmesg.problems((state / "dmesg").read_text(errors="replace"))
     if bad:
         report_failure(state, "guest dmesg shows a kernel problem:\n  "
                        + "\n  ".join(bad[:20]))
-        return rc or EXIT_KERNEL_PROBLEM
+        return done("kernel-problem", rc or EXIT_KERNEL_PROBLEM, rc, bad)
     if rc:
         report_failure(state, f"command exited with {rc}")
-        return rc
+        return done("command-failed", rc, rc)
     print(f"storm vm: {kernel.release}, {args.cpus} vCPUs, {args.accel}, "
           f"{elapsed:.0f} s{boot_time(state, launched)}", file=sys.stderr)
-    shutil.rmtree(state, ignore_errors=True)
-    return 0
+    return done("ok", 0, 0)
