@@ -25,8 +25,9 @@ value is not one), b (true for 1/true/yes/y) or j (JSON as written); KEY
 has no blanks; VALUE is the rest of the line.
 
 Standard library only, Python 3.7 and later: it runs in guests and on test
-boxes. Usage: python3 -m stormsuite.runfile CAPTURE OUT.json (prints a
-traced run's summary of who sent the IPIs on stderr).
+boxes. Usage: python3 -m stormsuite.runfile CAPTURE... (storm-run calls it
+once, after its last run: Python's start-up costs seconds in a TCG guest
+whose root is 9p).
 """
 
 from __future__ import annotations
@@ -157,18 +158,37 @@ def write(capture: pathlib.Path, out: pathlib.Path) -> str:
     return "".join(text for _, text in tracers.values())
 
 
+# the suffix a capture gets when its run file cannot be made: kept for a
+# look, out of the way of every reader
+UNREADABLE_SUFFIX = ".unreadable"
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] in ("-h", "--help"):
-        print("usage: python3 -m stormsuite.runfile CAPTURE OUT.json",
+    """Make the run file of every capture given, next to it; print each
+    run file's path (stdout) and a traced run's summary (stderr). A
+    capture that cannot be made into a run file is renamed *.unreadable;
+    exit 1 if any was."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python3 -m stormsuite.runfile CAPTURE...",
               file=sys.stderr)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
-    try:
-        sys.stderr.write(write(pathlib.Path(argv[0]), pathlib.Path(argv[1])))
-    except (OSError, ValueError, KeyError) as e:
-        print(f"runfile: {argv[0]}: {type(e).__name__}: {e}",
-              file=sys.stderr)
-        return 1
-    return 0
+        return 0 if argv else 2
+    failed = 0
+    for name in argv:
+        capture = pathlib.Path(name)
+        out = run_file_of(capture)
+        try:
+            summary = write(capture, out)
+        except (OSError, ValueError, KeyError) as e:
+            kept = capture.with_name(capture.name[:-len(CAPTURE_SUFFIX)]
+                                     + UNREADABLE_SUFFIX)
+            os.replace(capture, kept)
+            print(f"runfile: {capture}: {type(e).__name__}: {e} (the "
+                  f"capture is kept as {kept})", file=sys.stderr)
+            failed += 1
+            continue
+        sys.stderr.write(summary)
+        print(out, flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
