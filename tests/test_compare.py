@@ -478,15 +478,29 @@ def test_matrix_end_to_end(monkeypatch, tmp_path, capsys):
                       "cpulist=0", "offset=1", "delay=50"])
     assert rc == 0
     names = [b.name for b, _ in made]
-    # interleaved, and each concurrent pair holds one boot of each side
+    # interleaved, each concurrent pair holds one boot of each side, and
+    # the side launched first takes turns
     assert names == [f"{release} boot 1/2", f"{release}_idle=poll boot 1/2",
-                     f"{release} boot 2/2", f"{release}_idle=poll boot 2/2"]
+                     f"{release}_idle=poll boot 2/2", f"{release} boot 2/2"]
     assert made[0][1] == names[1] and made[1][1] == names[0]
     assert made[0][0].guest.no_build
     out = capsys.readouterr()
     assert "2+2 boots x 5 runs" in out.out
     assert "total" in out.err
     assert len(list(tmp_path.glob("compare-*"))) == 3
+
+
+def test_interleave_takes_turns_launching_first():
+    """Over rounds, every side is launched first equally often (up to one
+    round), so a cost of the first slot lands on all sides."""
+    sides = [[f"{side}{i}" for i in range(1, 7)] for side in "ABC"]
+    order = matrix.guest.interleave(sides)
+    assert order[:9] == ["A1", "B1", "C1", "B2", "C2", "A2", "C3", "A3",
+                         "B3"]
+    firsts = [order[k] for k in range(0, len(order), 3)]
+    assert sorted(f[0] for f in firsts) == sorted("AABBCC")
+    pairs = matrix.guest.interleave([["A1", "A2", "A3"], ["B1", "B2"]])
+    assert pairs == ["A1", "B1", "B2", "A2", "A3"]
 
 
 def test_matrix_dry_run(monkeypatch, capsys):

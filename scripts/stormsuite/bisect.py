@@ -317,10 +317,16 @@ def measure_endpoints(state: dict[str, Any], tree: pathlib.Path) -> bool:
     gb: list[float] = []
     bb: list[float] = []
     files: dict[str, list[str]] = {"good": [], "bad": []}
+    rounds = 0
     while True:
         print(f"storm bisect: booting the endpoints {short(good)} and "
               f"{short(bad)}, {n} more each", file=sys.stderr, flush=True)
-        (g_s, g_f), (b_s, b_f) = measurer(state, [(good, n), (bad, n)])
+        # the endpoint launched first takes turns (guest.interleave)
+        if rounds % 2 == 0:
+            (g_s, g_f), (b_s, b_f) = measurer(state, [(good, n), (bad, n)])
+        else:
+            (b_s, b_f), (g_s, g_f) = measurer(state, [(bad, n), (good, n)])
+        rounds += 1
         gb += summaries(g_s)
         bb += summaries(b_s)
         files["good"] += g_f
