@@ -20,7 +20,7 @@ import subprocess
 import pytest
 
 import conftest
-from conftest import REPO, assert_clean
+from conftest import HLT_IDLE_MISS, REPO, assert_clean
 from stormsuite import metrics
 
 pytestmark = pytest.mark.guest
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.guest
 IPI_PARAMS = {"numipi": "500", "single": "1", "wait": "1", "cpulist": "0",
               "offset": "1", "delay": "50"}
 TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
+TRACED_SENT = 0.9       # share of the traced calls seen sending an IPI
 
 
 @dataclasses.dataclass
@@ -127,9 +128,10 @@ def test_ipistorm_run_files(full):
         check_run_file(r, "ipistorm", IPI_PARAMS)
         assert r["run"]["traced"] is False
         assert r["result"]["sender.0.calls"] == 500
-        # the module's target CAL is inside what /proc/interrupts saw
+        # the module's target CAL is inside what /proc/interrupts saw, and
+        # is one IPI per call to the HLT-idle target (conftest.HLT_IDLE_MISS)
         cal = r["interrupts"]["rows"]["CAL"]["delta"][1]
-        assert cal >= r["result"]["irq.1.CAL"] > 0
+        assert cal >= r["result"]["irq.1.CAL"] >= (1 - HLT_IDLE_MISS) * 500
     err = full.err("ipistorm")
     assert "run 5/5" in err and "warm-up 1/1" in err
 
@@ -194,8 +196,10 @@ def test_trace_names_the_senders(full):
     assert t["tool"] == "trace-cmd" and t["window"] == "storm-run markers"
     assert t["senders"], "no senders in the trace summary"
     by_fn = {s["function"]: s for s in t["senders"]}
-    # with HLT idle and a delay, nearly every call needs an IPI
-    assert 100 <= by_fn["ipistorm_sender_fn"]["count"] <= 200
+    # with HLT idle and a delay, nearly every call needs an IPI. Traced,
+    # fewer are counted than untraced (conftest.HLT_IDLE_MISS): 191 to 200
+    # of 200 in the recorded CI runs, trace-cmd and bpftrace alike.
+    assert TRACED_SENT * 200 <= by_fn["ipistorm_sender_fn"]["count"] <= 200
     assert by_fn["ipistorm_sender_fn"]["via"] == "smp_call_function_single"
     assert t["counts"]["irq_vectors:call_function_single_entry"]["total"] > 0
     if full.kernel == "6.12":
@@ -209,7 +213,7 @@ def test_trace_names_the_senders(full):
     b = bpf["bpftrace"]
     assert b["tool"] == "bpftrace" and b["senders"]
     by_fn = {s["function"]: s for s in b["senders"]}
-    assert 100 <= by_fn["ipistorm_sender_fn"]["count"] <= 200
+    assert TRACED_SENT * 200 <= by_fn["ipistorm_sender_fn"]["count"] <= 200
     hist = b["handler_ns"]["call_function_single"]
     assert hist["count"] == sum(x["count"] for x in hist["buckets"]) > 0
     assert all(x["low"] < x["high"] for x in hist["buckets"])
@@ -224,6 +228,7 @@ def run_compare(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.boots("full")
 def test_compare_6_1_with_6_12(tmp_path):
     old, new = boot("6.1"), boot("6.12")
     proc = run_compare("--out", str(tmp_path), str(old.series_dir("ipistorm")),
@@ -246,6 +251,7 @@ def test_compare_6_1_with_6_12(tmp_path):
     assert not any("cpu_count" in w for w in doc["warnings"])
 
 
+@pytest.mark.boots("full", "idle", kernel="6.1")
 def test_compare_default_with_idle_poll(tmp_path):
     default, poll = boot("6.1"), boot("6.1", "idle=poll")
     assert poll.rc == 0, poll.log[-3000:]

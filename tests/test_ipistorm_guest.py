@@ -6,9 +6,12 @@ these tests read what each case left behind. Nothing here looks at times.
 
 from __future__ import annotations
 
+import collections
+
 import pytest
 
-from conftest import KERNELS, assert_clean, boot
+from conftest import (HLT_IDLE_MISS, KERNELS, STRAY_CAL, assert_clean,
+                      assert_histogram, boot)
 from stormsuite import interrupts, result, vm
 
 CPUS = {0, 1, 2, 3}
@@ -60,16 +63,18 @@ def test_mask_keeps_the_unmasked_cpu_bits(guest):
 def test_single_to_hlt_idle_target_costs_an_ipi_per_call(guest):
     case = guest.case("ipi_idle")
     res = ok(case)
+    calls = int(res["sender.0.calls"])
+    assert result.per_cpu(res, "handled")[1] == calls == 500
+    # One IPI per call (see conftest.HLT_IDLE_MISS), and what the rest of
+    # the guest sent CPU 1 meanwhile: 500 to 504 in the recorded CI runs.
     cal = result.per_cpu(res, "CAL")
-    # The storm's IPIs land on CPU 1; a few calls may still find it in the
-    # idle loop with polling set (no IPI needed), hence not exactly 500.
-    assert cal[1] >= 0.8 * 500, cal
-    assert result.per_cpu(res, "handled")[1] == 500
+    assert (1 - HLT_IDLE_MISS) * calls <= cal[1] <= calls + STRAY_CAL, cal
     # /proc/interrupts agrees with the module's own irq_stat reading.
     proc = interrupts.per_cpu(case.irq_delta, "CAL")
     assert proc[1] >= cal[1]
 
 
+@pytest.mark.boots("full", "idle")
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_idle_poll_target_gets_far_fewer_ipis(kernel):
     """Seed 004: a polling idle CPU is woken without an IPI."""
@@ -84,7 +89,10 @@ def test_idle_poll_target_gets_far_fewer_ipis(kernel):
     polled = ok(guest_poll.case("ipi_idle"))
     assert result.per_cpu(polled, "handled")[1] == 500
     poll = result.per_cpu(polled, "CAL")[1]
-    assert poll < 0.25 * hlt, (poll, hlt)
+    # the same 500 calls: an IPI each to the HLT-idle target, none to the
+    # polling one, which took only the guest's stray ones (0 to 3 recorded)
+    assert hlt >= (1 - HLT_IDLE_MISS) * 500, hlt
+    assert poll <= STRAY_CAL, (poll, hlt)
 
 
 @pytest.mark.parametrize("name", ["ipi_all", "ipi_all_nowait"])
@@ -107,16 +115,27 @@ def test_targets_reach_exactly_those_cpus(guest):
     res = ok(guest.case("ipi_many"))
     handled = result.per_cpu(res, "handled")
     assert handled == {0: 0, 1: 0, 2: 300, 3: 300}
+    # one IPI per call to each target idling in HLT, as for single=1
+    # (299 to 301 recorded), none to CPU 1 but the guest's stray ones
     cal = result.per_cpu(res, "CAL")
-    assert cal[1] < 30 and cal[2] > 100 and cal[3] > 100, cal
+    for cpu in (2, 3):
+        assert cal[cpu] >= (1 - HLT_IDLE_MISS) * 300, cal
+    assert cal[0] <= STRAY_CAL and cal[1] <= STRAY_CAL, cal
 
 
 @pytest.mark.parametrize("name", ["ipi_async", "ipi_async_nowait"])
 def test_async_calls_all_complete(guest, name):
     res = ok(guest.case(name))
-    for cpu, s in result.senders(res).items():
+    sends = result.senders(res)
+    # cpulist=1 for ipi_async, every online CPU for ipi_async_nowait; each
+    # calls the next one (offset=1)
+    expect = [1] if name == "ipi_async" else sorted(CPUS)
+    assert sorted(sends) == expect, sends
+    handled = result.per_cpu(res, "handled")
+    for cpu, s in sends.items():
+        assert int(s["target"]) == (cpu + 1) % len(CPUS)
         assert int(s["calls"]) == 500
-        assert int(result.per_cpu(res, "handled")[int(s["target"])]) == 500
+        assert handled[int(s["target"])] == 500
 
 
 def sampled(n: int, every: int) -> tuple[int, int]:
@@ -135,20 +154,30 @@ def check_latency(res: dict[str, str]) -> int:
                     if k.startswith("latency.") or ".latency." in k]
         return 0
     assert int(res["latency.sampled_every"]) == every
-    total = 0
-    for cpu, s in result.senders(res).items():
+    sends = result.senders(res)
+    assert sends
+    hists = []
+    for cpu, s in sends.items():
         n = int(s["calls"]) + int(s["errors"])
         hist = result.histogram(res, f"sender.{cpu}.latency")
         assert hist is not None, cpu
         lo, hi = sampled(n, every)
         assert lo <= hist.count <= hi, (cpu, n, every, hist.count)
-        assert hist.count == sum(c for _, c in hist.buckets)
-        total += hist.count
+        assert_histogram(hist)
+        hists.append(hist)
     merged = result.histogram(res, "latency")
     assert merged is not None
-    assert merged.count == total == sum(c for _, c in merged.buckets)
+    assert_histogram(merged)
+    # the senders' histograms added up (storm_hist_merge)
+    total = sum(h.count for h in hists)
+    assert merged.count == total
+    added = collections.Counter()
+    for h in hists:
+        added.update(dict(h.buckets))
+    assert dict(merged.buckets) == dict(added)
     if total:
-        assert merged.min_ns <= merged.percentile(50) <= merged.max_ns
+        assert merged.min_ns == min(h.min_ns for h in hists if h.count)
+        assert merged.max_ns == max(h.max_ns for h in hists)
     return total
 
 
@@ -177,9 +206,8 @@ def test_latency_histogram_is_consistent(guest):
     assert res["param.latency"] == res["latency.sampled_every"] == "1"
     hist = result.histogram(res, "sender.1.latency")
     assert hist is not None
-    assert hist.count == 1000 == sum(c for _, c in hist.buckets)
-    p50, p99 = hist.percentile(50), hist.percentile(99)
-    assert hist.min_ns <= p50 <= p99 <= hist.max_ns
+    assert hist.count == 1000
+    assert_histogram(hist)
 
 
 def test_default_times_one_call_in_64(guest):
@@ -269,14 +297,19 @@ BAD = {
     "bad_offline_sender": "cpulist=3: CPU 3 is not online",
     "bad_offline_target": "CPU 0 -> target CPU 1 is not online",
 }
+# the kernel's parameter parser refuses a number that overflows with ERANGE;
+# the module's own checks refuse with EINVAL
+ERANGE = {"bad_numipi_overflow"}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_parameter_is_refused_with_reason(guest, name):
     case = guest.case(name)
     assert case.rc != 0
-    # EINVAL ("Invalid parameters"), or ERANGE for numbers that overflow
+    errno = ("Numerical result out of range" if name in ERANGE
+             else "Invalid parameters")
     assert "could not insert module" in case.stderr, case.stderr
+    assert errno in case.stderr, case.stderr
     assert BAD[name] in case.dmesg, case.dmesg
     assert not case.has_result
     assert "End of test" not in case.dmesg

@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import conftest
 from conftest import assert_clean
 from stormsuite import result
 
 NUMFLUSH = 200
+# A target CPU is skipped when its worker is not running the mm at the
+# flush (test_tlbstorm_guest.TOLERANCE). The one recorded NUMA boot, where
+# the storm runs right after the guest came up, got 187 of 200 (93.5%) on
+# both targets; the full boots' same case 198 to 200.
+TOLERANCE = 0.85
 
 
 def nodes(run: conftest.GuestRun) -> dict[int, str]:
@@ -20,6 +27,7 @@ def nodes(run: conftest.GuestRun) -> dict[int, str]:
                                          text.splitlines())}
 
 
+@pytest.mark.boots("numa", kernel="6.1")
 def test_numa_guest_has_the_nodes_asked_for():
     run = conftest.boot("6.1", group="numa")
     assert run.rc == 0, run.log[-3000:]
@@ -28,6 +36,7 @@ def test_numa_guest_has_the_nodes_asked_for():
     assert_clean(run.dmesg)
 
 
+@pytest.mark.boots("numa", kernel="6.1")
 def test_tlbstorm_from_node_0_lands_on_node_1():
     run = conftest.boot("6.1", group="numa")
     case = run.case("numa_tlb_across")
@@ -37,8 +46,8 @@ def test_tlbstorm_from_node_0_lands_on_node_1():
     got = result.per_cpu(res, "TLB")
     sent = result.per_cpu(res, "CAL", "sent")
     for cpu in (2, 3):
-        assert got[cpu] >= 0.8 * NUMFLUSH, got
-        assert sent[cpu] >= 0.8 * NUMFLUSH, sent
+        assert got[cpu] >= TOLERANCE * NUMFLUSH, got
+        assert sent[cpu] >= TOLERANCE * NUMFLUSH, sent
     # node 0's other CPU holds no part of the mm: (almost) nothing there
     assert got.get(1, 0) <= 0.05 * NUMFLUSH, got
     assert_clean(case.dmesg)
@@ -50,6 +59,7 @@ def recorded_nodes(run: conftest.GuestRun) -> str:
     return json.loads(files[0].read_text())["env"]["numa_node_cpus"]
 
 
+@pytest.mark.boots("numa", kernel="6.1")
 def test_storm_run_records_each_nodes_cpus():
     """What seed 001 checks its guests against."""
     assert recorded_nodes(conftest.boot("6.1", group="numa")) == "0:0-1 1:2-3"

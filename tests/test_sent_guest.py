@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import KERNELS, assert_clean, boot
+from conftest import HLT_IDLE_MISS, KERNELS, STRAY_CAL, assert_clean, boot
 from stormsuite import result
 
 SENT_CASES = ("sent_idle", "sent_all_nowait", "sent_many", "sent_async",
@@ -48,7 +48,7 @@ def test_every_ipi_received_was_sent(guest, name):
     for vec, slack in IN_FLIGHT.items():
         to, by, got = sent(res, vec), result.per_cpu(res, vec, "sent_by"), \
             received(res, vec)
-        assert to.keys() == got.keys() == by.keys()
+        assert to.keys() == got.keys() == by.keys() == set(range(4)), got
         # every IPI has one sender and one target
         assert sum(to.values()) == sum(by.values())
         missed = int(res["sent.missed"])
@@ -68,10 +68,12 @@ def test_single_to_hlt_idle_target_every_ipi_sent_arrives(guest):
     # to merge, so each one sent is one taken, but for those in flight
     # at the window's edges
     assert abs(to - got) <= IN_FLIGHT["CAL"], (to, got)
-    # a call finding the target still polling in the idle loop needs none
-    assert 0.8 * calls <= to <= calls + IN_FLIGHT["CAL"], (to, calls)
+    # one sent per call (conftest.HLT_IDLE_MISS): 500 or 501 recorded
+    assert (1 - HLT_IDLE_MISS) * calls <= to <= calls + IN_FLIGHT["CAL"], \
+        (to, calls)
 
 
+@pytest.mark.boots("full", "idle")
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_idle_poll_target_is_sent_almost_nothing(kernel):
     """Seed 004: a polling idle CPU is woken without an IPI."""
@@ -80,9 +82,11 @@ def test_idle_poll_target_is_sent_almost_nothing(kernel):
     res = ok(polled.case("sent_idle"))
     calls = int(res["sender.0.calls"])
     assert result.per_cpu(res, "handled")[1] == calls == 500
-    assert sent(res)[1] < 0.05 * calls, sent(res)
+    # the polling target needs none: what it was sent came from the rest
+    # of the guest (0 to 3 recorded); the HLT-idle one was sent one a call
+    assert sent(res)[1] <= STRAY_CAL, sent(res)
     hlt = ok(boot(kernel).case("sent_idle"))
-    assert sent(res)[1] < 0.1 * sent(hlt)[1]
+    assert sent(hlt)[1] >= (1 - HLT_IDLE_MISS) * calls, sent(hlt)
 
 
 def test_queued_calls_share_an_ipi(guest):
@@ -95,20 +99,29 @@ def test_queued_calls_share_an_ipi(guest):
     to, got = sent(res), received(res)
     for cpu in range(4):
         assert handled[cpu] == 900
-        assert got[cpu] <= to[cpu] + IN_FLIGHT["CAL"]
+        # sent and taken match but for those in flight at the window's
+        # edges (0 or 1 apart recorded): no IPI was sent to a CPU that had
+        # one pending, where it would have merged with that one
+        assert abs(got[cpu] - to[cpu]) <= IN_FLIGHT["CAL"], (cpu, to, got)
     assert sum(to.values()) < sum(handled.values())
     # each sender sent to the others, not to itself
-    for cpu, n in result.per_cpu(res, "CAL", "sent_by").items():
+    by = result.per_cpu(res, "CAL", "sent_by")
+    assert by.keys() == set(range(4)), by
+    for cpu, n in by.items():
         assert n > 0, cpu
 
 
 def test_many_sends_only_to_the_targets(guest):
     res = ok(guest.case("sent_many"))
     to = sent(res)
-    assert to[2] >= 0.8 * 300 and to[3] >= 0.8 * 300, to
-    assert to[1] < 30, to
-    # CPU 0 sent the storm's IPIs
-    assert result.per_cpu(res, "CAL", "sent_by")[0] >= to[2] + to[3] - 30
+    # one per call to each target idling in HLT (300 to 302 recorded)
+    assert to[2] >= (1 - HLT_IDLE_MISS) * 300, to
+    assert to[3] >= (1 - HLT_IDLE_MISS) * 300, to
+    assert to[1] <= STRAY_CAL, to
+    # CPU 0 sent the storm's IPIs: all sent to 2 and 3 but the stray ones
+    # (-2 to +1 recorded)
+    assert result.per_cpu(res, "CAL", "sent_by")[0] >= \
+        to[2] + to[3] - STRAY_CAL
 
 
 def test_tlb_shootdowns_are_sent_to_the_targets(guest):
@@ -118,9 +131,10 @@ def test_tlb_shootdowns_are_sent_to_the_targets(guest):
     for cpu in (1, 2):
         # a shootdown taken is a call-function IPI sent
         assert shootdowns[cpu] <= to[cpu] + IN_FLIGHT["CAL"]
-        # one per flush and target, fewer when the target's queue was
-        # not empty (or it was lazy)
-        assert to[cpu] >= 0.8 * flushes, (to, flushes)
+        # one per flush and target, fewer when the target was not in the
+        # mm at that moment: as test_tlbstorm_guest.TOLERANCE (197 to 200
+        # of 200 recorded)
+        assert to[cpu] >= 0.95 * flushes, (to, flushes)
 
 
 def test_count_sent_off_by_default(guest):

@@ -14,10 +14,17 @@ import re
 
 import pytest
 
-from conftest import assert_clean
+from conftest import assert_clean, assert_histogram
 from stormsuite import interrupts, result
 
 CPUS = (0, 1, 2, 3)
+# A destroy or shrink queues a flush work item on each CPU that holds a cpu
+# slab of the cache, and the CPU, idling in HLT, is woken by an IPI for it:
+# one per op. A CPU still busy at that moment (its touch just ending, a
+# kworker) needs none, so some ops may cost none. In the recorded CI runs
+# (6.1 and 6.12) a touching CPU got at least 94% of one per op (47 and 48
+# of 50 in one slab_shrink), 98% or more in every other case.
+PER_OP = 0.9
 PHASE_IRQ = re.compile(r"phase\.(\w+)\.irq\.(\d+)\.(CAL|RES|TLB)$")
 SUMMARY = re.compile(r"summary: mode=(\w+) (\w+)=(\d+) runtime=(\d+) ns .* "
                      r"status=(\w+)")
@@ -85,9 +92,11 @@ def test_phase_accounting_adds_up(guest, name):
     res = ok(case)
     phases = res["phases"].split()
     online = set(result.cpulist(res["cpus_online"]))
-    for p in phases:
-        if f"phase.{p}.CAL" not in res:
-            continue
+    # mode=remote runs its phases on several CPUs at once: no per-phase
+    # interrupt counts there, only the run's; every other mode has them
+    counted = [p for p in phases if f"phase.{p}.CAL" in res]
+    assert counted == ([] if res["param.mode"] == "remote" else phases)
+    for p in counted:
         per_cpu = {f: phase_irqs(res, p, f) for f in ("CAL", "RES", "TLB")}
         for f, rows in per_cpu.items():
             assert set(rows) == online
@@ -153,13 +162,13 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     destroy = phase_ipis(res, "destroy")
     # a flush work item on each CPU that holds a cpu slab: one wakeup each
     for cpu in (1, 2):
-        assert destroy[cpu] >= 0.8 * n, destroy
+        assert destroy[cpu] >= PER_OP * n, destroy
     # CPU 3 never held a slab of these caches. On 6.12 every destroy also
     # waits in kvfree_rcu_barrier(), which costs every CPU some IPIs (about
     # n/2 each here), so compare what the touching CPUs get on top of that.
     for cpu in (1, 2):
         assert destroy[cpu] - destroy[3] >= 0.4 * n, destroy
-    assert milli(res, "destroy") >= 1600
+    assert milli(res, "destroy") >= 2 * PER_OP * 1000
     untouched = ok(guest.case("slab_untouched"))
     assert milli(res, "destroy") > 4 * milli(untouched, "destroy")
     # creating does not depend on what happened to the previous cache
@@ -174,7 +183,7 @@ def test_shrink_flag_moves_the_flush_from_destroy_to_shrink(guest):
     assert int(res["touch.1.objects"]) == int(res["touch.2.objects"]) == 20 * n
     shrink, destroy = phase_ipis(res, "shrink"), phase_ipis(res, "destroy")
     for cpu in (1, 2):
-        assert shrink[cpu] >= 0.8 * n, shrink
+        assert shrink[cpu] >= PER_OP * n, shrink
         # the flush is gone from destroy: what is left there is 6.12's
         # kvfree_rcu_barrier() share, which reaches untouched CPUs too
         assert shrink[cpu] - destroy[cpu] >= 0.4 * n, (shrink, destroy)
@@ -188,7 +197,7 @@ def test_shrink_mode_flushes_every_touching_cpu(guest):
     assert res["param.cpulist"] == "1-3"
     shrink = phase_ipis(res, "shrink")
     for cpu in (1, 2, 3):
-        assert shrink[cpu] >= 0.8 * n, shrink
+        assert shrink[cpu] >= PER_OP * n, shrink
         assert int(res[f"touch.{cpu}.objects"]) == 50 * n
     assert "touch.0.objects" not in res
 
@@ -263,11 +272,11 @@ def test_latency_histograms_are_consistent(guest):
     for p in ("create", "touch", "destroy"):
         hist = result.histogram(res, f"phase.{p}.latency")
         assert hist is not None
-        assert hist.count == count(res, p) == sum(c for _, c in hist.buckets)
-        p50, p99 = hist.percentile(50), hist.percentile(99)
-        assert hist.min_ns <= p50 <= p99 <= hist.max_ns
+        assert hist.count == count(res, p) == 200
+        assert_histogram(hist)
     hist = result.histogram(res, "phase.shrink.latency")
     assert hist is not None and hist.count == 0 and not hist.buckets
+    assert_histogram(hist)
 
 
 def test_latency_off_records_no_histogram(guest):
@@ -277,7 +286,7 @@ def test_latency_off_records_no_histogram(guest):
     assert int(res["caches"]) == count(res, "destroy") == 100
     assert int(res["touch.3.objects"]) == 100
     # the IPI accounting does not depend on timing
-    assert phase_ipis(res, "destroy")[3] >= 80
+    assert phase_ipis(res, "destroy")[3] >= PER_OP * 100
 
 
 def test_rcu_caches_are_gone_before_insmod_returns(guest):
@@ -300,7 +309,7 @@ def test_rcu_caches_are_gone_before_insmod_returns(guest):
         assert int(res["rcu_release_ns"]) == 0
     destroy = phase_ipis(res, "destroy")
     for cpu in (1, 2, 3):
-        assert destroy[cpu] >= 16, destroy
+        assert destroy[cpu] >= PER_OP * 20, destroy
 
 
 SLAB_CASES = RUNS + ["slab_signal", "slab_signal_remote",
@@ -338,7 +347,7 @@ BAD = {
 def test_bad_parameter_is_refused_with_reason(guest, name):
     case = guest.case(name)
     assert case.rc != 0
-    assert "Invalid" in case.stderr or "invalid" in case.stderr, case.stderr
+    assert "Invalid parameters" in case.stderr, case.stderr
     assert BAD[name] in case.dmesg, case.dmesg
     # one line: the reason, nothing of a run
     lines = [line for line in case.dmesg.splitlines() if "slabstorm: " in line
@@ -412,4 +421,4 @@ def test_rmmod_stops_background_storm_promptly(guest, name):
 def test_kernel_still_storms_after_everything(guest):
     res = ok(guest.case("slab_after"))
     assert int(res["caches"]) == 100
-    assert phase_ipis(res, "destroy")[1] >= 80
+    assert phase_ipis(res, "destroy")[1] >= PER_OP * 100

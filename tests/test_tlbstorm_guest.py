@@ -18,10 +18,17 @@ import re
 
 import pytest
 
-from conftest import assert_clean
+from conftest import assert_clean, assert_histogram
 from stormsuite import interrupts, result
 
-TOLERANCE = 0.8         # at least this share of the ideal count
+# At least this share of the ideal count. In the recorded CI runs (6.1 and
+# 6.12) every target of the storms checked against it got 98% of its
+# flushes or more (98 of 100, 299 of 300, most of them all), in either mode.
+TOLERANCE = 0.95
+# Right after CPU 3 went offline (tlb_user_with_offline) the guest's own
+# work competes with the workers on the three CPUs left: 267 to 300 of 300
+# recorded.
+TOLERANCE_OFFLINE = 0.8
 STRAY = 0.05            # at most this share where no storm should land
 CEILING = 33            # the kernel's default tlb_single_page_flush_ceiling
 PARAMS = {"numflush", "timeout", "pages", "mode", "delay", "latency",
@@ -46,6 +53,7 @@ def ok(case) -> dict[str, str]:
     assert summary["status"] == "done"
     assert summary["counted_in"] == res["counted_in"]
     assert summary["flush_kind"] == res["flush_kind"]
+    assert per_thread(res, "flusher")
     for cpu, f in per_thread(res, "flusher").items():
         assert f["errors"] == "0", (cpu, f)
     for cpu, w in per_thread(res, "worker").items():
@@ -74,12 +82,14 @@ def targets(res: dict[str, str]) -> list[int]:
     return result.cpulist(res["param.targets"])
 
 
-def assert_storm_landed(res, row: str, per_cpu_expected: int) -> None:
+def assert_storm_landed(res, row: str, per_cpu_expected: int,
+                        tolerance: float = TOLERANCE) -> None:
     """Every target CPU got about one `row` interrupt per flush aimed at it,
     and not (much) more."""
     got = result.per_cpu(res, row)
+    assert targets(res)
     for cpu in targets(res):
-        assert got[cpu] >= TOLERANCE * per_cpu_expected, (cpu, got)
+        assert got[cpu] >= tolerance * per_cpu_expected, (cpu, got)
         # CAL also counts the CPU's unrelated function calls
         slack = 1.05 if row == "TLB" else 1.25
         assert got[cpu] <= slack * per_cpu_expected + 5, (cpu, got)
@@ -124,7 +134,7 @@ def test_tlb_count_grows_with_numflush(guest):
     large = int(ok(guest.case("tlb_user_n300"))["targets.TLB"])
     # two workers: ideally 200 and 600
     assert small >= TOLERANCE * 200, small
-    assert large >= 2 * small, (small, large)
+    assert large >= TOLERANCE * 3 * small, (small, large)
 
 
 def test_only_the_target_cpus_are_shot_down(guest):
@@ -172,10 +182,9 @@ def test_flush_kind_is_what_the_targets_did(guest, name, kind, pages):
     res = ok(case)
     assert res["flush_kind"] == kind
     assert res["flush_ceiling"] == str(CEILING)
+    # the module's expectation rests on the default ceiling
     ceiling = guest.case("tlb_user_n100").file("flush_ceiling").strip()
-    if ceiling:
-        # the module's expectation rests on the default ceiling
-        assert int(ceiling) == CEILING
+    assert ceiling == str(CEILING), ceiling
     assert_storm_landed(res, "TLB", 100)
     trace = case.file("trace")
     assert "tlb_flush" in trace, f"{name}: no tlb:tlb_flush events traced"
@@ -210,7 +219,7 @@ def test_default_targets_skip_an_offline_cpu(guest):
     res = ok(guest.case("tlb_user_with_offline"))
     assert res["cpus_online"] == "0-2"
     assert targets(res) == [1, 2]
-    assert_storm_landed(res, "TLB", 300)
+    assert_storm_landed(res, "TLB", 300, TOLERANCE_OFFLINE)
     res = ok(guest.case("tlb_kernel_with_offline"))
     assert targets(res) == [1, 2]
     assert_storm_landed(res, "CAL", 100)
@@ -236,10 +245,11 @@ def test_latency_histogram_counts_every_flush(guest, name):
     for prefix in ("latency", "flusher.0.latency"):
         hist = result.histogram(res, prefix)
         assert hist is not None
-        assert hist.count == int(res["flushes"]) == \
-            sum(c for _, c in hist.buckets)
-        p50, p99 = hist.percentile(50), hist.percentile(99)
-        assert hist.min_ns <= p50 <= p99 <= hist.max_ns
+        assert hist.count == int(res["flushes"])
+        assert_histogram(hist)
+    # one flusher: the total is its histogram
+    assert result.histogram(res, "latency") == \
+        result.histogram(res, "flusher.0.latency")
 
 
 BAD = {
@@ -265,7 +275,7 @@ BAD = {
 def test_bad_parameter_is_refused_with_reason(guest, name):
     case = guest.case(name)
     assert case.rc != 0
-    assert "Invalid" in case.stderr or "invalid" in case.stderr, case.stderr
+    assert "Invalid parameters" in case.stderr, case.stderr
     reasons = [line for line in case.dmesg.splitlines()
                if BAD[name] in line]
     assert len(reasons) == 1, case.dmesg
