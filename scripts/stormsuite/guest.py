@@ -133,14 +133,15 @@ def outcome_text(status_file: pathlib.Path, rc: int) -> str:
         st = json.loads(status_file.read_text())
     except (OSError, ValueError):
         return f"storm vm exit {rc}, no status written"
-    what = {"timeout": "timed out and was killed",
-            "no-run": "never ran the command",
-            "interrupted": "was interrupted",
-            "kernel-problem": "dmesg shows a kernel problem: "
+    what = {"timeout": "the guest timed out and was killed",
+            "no-run": "the guest never ran the command",
+            "interrupted": "storm vm was interrupted",
+            "kernel-problem": "the guest's dmesg shows a kernel problem: "
             + "; ".join(st.get("problems", [])[:3]),
-            "command-failed": f"the command exited {st.get('command_exit')}",
+            "command-failed": "the command in the guest exited "
+            f"{st.get('command_exit')}",
             }.get(st.get("outcome"), str(st.get("outcome")))
-    return f"the guest {what} (storm vm exit {rc}; files in {st.get('state')})"
+    return f"{what} (storm vm exit {rc}; files in {st.get('state')})"
 
 
 def run_command(cmd: list[str], prefix: str = "") -> int:
