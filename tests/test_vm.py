@@ -243,3 +243,21 @@ def test_command_is_kept_out_of_the_kernel_command_line(tmp_path):
     assert cmd == "echo 'a b' '$HOME'"
     assert "STORM_ACCEL=tcg" in (tmp_path / "env").read_text()
     assert "STORM_VM_ACCEL=tcg,thread=single" in (tmp_path / "env").read_text()
+
+
+def test_guest_step_says_what_became_of_the_guest(tmp_path):
+    """guest.run_storm's failure message comes from --status-file."""
+    from stormsuite import guest
+    f = tmp_path / "status.json"
+    for outcome, extra, said in (
+            ("timeout", {}, "the guest timed out and was killed"),
+            ("no-run", {}, "the guest never ran the command"),
+            ("command-failed", {"command_exit": 124},
+             "the command in the guest exited 124"),
+            ("kernel-problem", {"problems": ["[ 1.0] BUG: x"]},
+             "the guest's dmesg shows a kernel problem: [ 1.0] BUG: x")):
+        f.write_text(json.dumps(dict(outcome=outcome, state="S", **extra)))
+        assert guest.outcome_text(f, 124) == \
+            f"{said} (storm vm exit 124; files in S)"
+    f.unlink()
+    assert guest.outcome_text(f, 3) == "storm vm exit 3, no status written"
