@@ -28,6 +28,9 @@ FAKE_INSMOD = """#!/bin/sh
 ko=$1; shift
 m=$(basename "$ko" .ko)
 echo "$*" >>"$FAKE_LOG"
+if [ -n "${FAKE_FAIL_AT:-}" ] && [ "$(wc -l <"$FAKE_LOG")" -ge "$FAKE_FAIL_AT" ]; then
+    FAKE_RC=1
+fi
 if [ "${FAKE_RC:-0}" != 0 ]; then
     echo "insmod: ERROR: could not insert module $ko: Invalid parameters" >&2
     exit "$FAKE_RC"
@@ -286,6 +289,25 @@ def test_every_run_file_has_its_capture(fake):
             "dmesg", "env", "header", "interrupts.after",
             "interrupts.before", "params", "result", "run"]
         assert runfile.build(raw) == json.loads(f.read_text())
+
+
+@needs_root
+def test_runs_finished_before_a_failure_are_kept(fake):
+    """The third load fails (warm-up, run 1, run 2): storm-run exits 1,
+    and run 1, finished, is kept as its capture, which storm compare
+    reads; nothing is half-written."""
+    from stormsuite import runs
+    p = fake.run("--runs", "3", "--warmup", "1", "ipistorm", "numipi=1",
+                 FAKE_FAIL_AT="3")
+    assert p.returncode == 1
+    assert "insmod ipistorm.ko numipi=1 failed" in p.stderr
+    assert "kept the finished runs' captures" in p.stderr
+    assert fake.files() == []
+    d, = {f.parent for f in fake.results.rglob("run-*.raw")}
+    kept = runs.run_files(d)
+    assert [f.name.endswith("-1.raw") for f in kept] == [True]
+    assert runs.load_run(kept[0])["run"]["index"] == 1
+    assert not list(fake.results.rglob(".*"))
 
 
 @needs_root
