@@ -1,7 +1,7 @@
 """storm matrix: one storm on several kernels and boot arguments, compared.
 
 Every (kernel, --append) combination is a side; each side gets --boots
-guests (storm vm), interleaved A1 B1 A2 B2 ... and run two at a time so
+guests (storm vm), interleaved A1 B1, B2 A2 ... and run two at a time so
 that each concurrent pair holds one boot of each side. Every boot runs
 `storm run` with warm-up and --runs runs, under a label naming the kernel
 and the arguments and one series id per side; then the sides are compared
