@@ -121,8 +121,10 @@ def test_ipistorm_run_files(full):
     assert files[0].parent.parent.name == release
     assert files[0].parent.name == ("ipistorm-cpulist_0-delay_50-numipi_500-"
                                     "offset_1-single_1-wait_1")
-    # every file written was announced, none half-written is left over
-    assert sorted(files[0].parent.iterdir()) == sorted(files)
+    # every file written was announced, each next to its capture, none
+    # half-written is left over
+    assert sorted(files[0].parent.iterdir()) == sorted(
+        files + [f.with_suffix(".raw") for f in files])
     assert [r["run"]["index"] for r in runs] == [1, 2, 3, 4, 5]
     for r in runs:
         check_run_file(r, "ipistorm", IPI_PARAMS)

@@ -15,10 +15,13 @@ from stormsuite import result
 
 NUMFLUSH = 200
 # A target CPU is skipped when its worker is not running the mm at the
-# flush (test_tlbstorm_guest.TOLERANCE). The one recorded NUMA boot, where
-# the storm runs right after the guest came up, got 187 of 200 (93.5%) on
-# both targets; the full boots' same case 198 to 200.
-TOLERANCE = 0.85
+# flush (lazy TLB; test_tlbstorm_guest.TOLERANCE). Here the storm runs
+# right after the guest came up, and how often a target is caught lazy
+# varies: recorded 187 of 200 on both targets in one NUMA boot, 152 and
+# 155 in another (the full boots' same case: 198 to 200). The test is
+# about where the flushes land (node 1, not node 0's other CPU, which
+# gets at most 5%), so the bound on the targets is half the flushes.
+TOLERANCE = 0.5
 
 
 def nodes(run: conftest.GuestRun) -> dict[int, str]:
