@@ -482,3 +482,22 @@ def test_a_traced_capture_makes_its_trace_sections(tmp_path, fake):
     assert doc["bpftrace"]["handler_ns"]["call_function_single"]["count"] > 0
     assert "IPI senders in the traced run (bpftrace: tracepoint:ipi)" in \
         summary
+
+
+@needs_root
+def test_an_unparsable_capture_is_kept_aside(fake):
+    """runfile on a capture whose result is not a storm result: exit 1,
+    no run file, the capture renamed *.unreadable (out of every reader's
+    way, kept for a look); the good capture next to it still made."""
+    from stormsuite import runfile, runs
+    p = fake.run("--runs", "2", "--warmup", "0", "ipistorm", "numipi=1",
+                 STORM_RUN_PYTHON="")
+    assert p.returncode == 0, p.stderr
+    good, bad = sorted(fake.results.rglob("run-*.raw"))
+    (bad / "result").write_text("not a result\n")
+    assert runfile.main([str(good), str(bad)]) == 1
+    assert runfile.run_file_of(good).is_file()
+    assert not bad.exists() and not runfile.run_file_of(bad).exists()
+    kept = bad.with_name(bad.name[:-len(".raw")] + ".unreadable")
+    assert (kept / "result").read_text() == "not a result\n"
+    assert runs.run_files(good.parent) == [runfile.run_file_of(good)]

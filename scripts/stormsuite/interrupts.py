@@ -64,27 +64,6 @@ def parse(text: str) -> Snapshot:
 COUNTER_MOD = 1 << 32
 
 
-def delta(before: Snapshot, after: Snapshot) -> Snapshot:
-    """after - before, per row and CPU, modulo 2^32. CPUs are matched by
-    number, so a CPU that came online in between counts from zero."""
-    rows = {}
-    for name, row in after.rows.items():
-        old = before.rows.get(name)
-        counts = []
-        for i, cpu in enumerate(after.cpus):
-            prev = 0
-            if old is not None and cpu in before.cpus:
-                j = before.cpus.index(cpu)
-                if j < len(old.counts):
-                    prev = old.counts[j]
-            now = row.counts[i] if i < len(row.counts) else 0
-            counts.append((now - prev) % COUNTER_MOD)
-            if len(row.counts) == 1 and name in ("ERR", "MIS"):
-                break
-        rows[name] = Row(name, counts, row.description)
-    return Snapshot(cpus=list(after.cpus), rows=rows)
-
-
 def _matched(snap: Snapshot, row: Row | None, cpus: list[int]) -> list[int]:
     """row's counts for the CPU numbers cpus (0 where snap has none)."""
     out = []
@@ -93,6 +72,27 @@ def _matched(snap: Snapshot, row: Row | None, cpus: list[int]) -> list[int]:
         out.append(row.counts[i] if row is not None
                    and 0 <= i < len(row.counts) else 0)
     return out
+
+
+def _columns(snap: Snapshot, row: Row) -> list[int]:
+    """The CPU numbers of row's columns: ERR and MIS, one system-wide
+    number, have one."""
+    if len(row.counts) == 1 and row.name in ("ERR", "MIS"):
+        return snap.cpus[:1]
+    return list(snap.cpus)
+
+
+def delta(before: Snapshot, after: Snapshot) -> Snapshot:
+    """after - before, per row and CPU, modulo 2^32. CPUs are matched by
+    number, so a CPU that came online in between counts from zero."""
+    rows = {}
+    for name, row in after.rows.items():
+        cpus = _columns(after, row)
+        counts = [(now - prev) % COUNTER_MOD for now, prev in zip(
+            _matched(after, row, cpus),
+            _matched(before, before.rows.get(name), cpus))]
+        rows[name] = Row(name, counts, row.description)
+    return Snapshot(cpus=list(after.cpus), rows=rows)
 
 
 def section(before_text: str, after_text: str) -> dict:
@@ -104,7 +104,7 @@ def section(before_text: str, after_text: str) -> dict:
     moved = delta(before, after)
     rows = {}
     for name, row in after.rows.items():
-        cpus = after.cpus[:len(moved.rows[name].counts)]
+        cpus = _columns(after, row)
         rows[name] = {
             "description": row.description,
             "before": _matched(before, before.rows.get(name), cpus),
