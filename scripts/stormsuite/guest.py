@@ -51,6 +51,7 @@ class Guest:
     timeout: float = 900
     no_build: bool = False      # the storms are built already (build_modules)
     numa: int = 1               # NUMA nodes (storm vm --numa)
+    host_cpus: str = ""         # storm vm --host-cpus
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +117,8 @@ def vm_command(guest: Guest, command: Sequence[str], name: str = "",
         cmd += ["--append", guest.append]
     if guest.numa > 1:
         cmd += ["--numa", str(guest.numa)]
+    if guest.host_cpus:
+        cmd += ["--host-cpus", guest.host_cpus]
     if guest.no_build:
         cmd.append("--no-build")
     if name:

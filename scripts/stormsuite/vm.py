@@ -244,6 +244,7 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
         "STORM_VM_NAME": args.name or "",
         "STORM_HOST_LOADAVG": str(state / HOST_LOADAVG),
         "STORM_HOST_CPUS": str(os.cpu_count() or 0),
+        "STORM_VM_HOST_CPUS": args.host_cpus or "",
         **suite_identity(),
     }
     (state / "env").write_text("".join(
@@ -260,13 +261,28 @@ def _interrupted(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
 
 
+def cpu_list(text: str) -> set[int]:
+    """The CPUs of a list such as 0, 1,3 or 0-1 (taskset -c's syntax)."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"bad CPU list {text!r}")
+        first, last = int(lo), int(hi) if sep else int(lo)
+        if last < first:
+            raise ValueError(f"bad CPU list {text!r}")
+        cpus.update(range(first, last + 1))
+    return cpus
+
+
 def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
-              verbose: bool, loadavg: pathlib.Path | None = None
-              ) -> int | None:
+              verbose: bool, loadavg: pathlib.Path | None = None,
+              host_cpus: set[int] | None = None) -> int | None:
     """Run vng; its exit status, or None when it was killed at the
     timeout. vng runs in a session of its own (the terminal's Ctrl-C must
     not reach QEMU half-way), so a signal to us kills the whole guest here
-    and raises Interrupted: no QEMU is ever left behind."""
+    and raises Interrupted: no QEMU is ever left behind. With host_cpus,
+    vng and everything it starts (QEMU, its threads) run only there."""
     env = dict(os.environ)
     env["PATH"] = f"{venv_bin()}:{env.get('PATH', '')}"
     handlers = {sig: signal.signal(sig, _interrupted)
@@ -277,7 +293,10 @@ def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True)
+                                    env=env, start_new_session=True,
+                                    preexec_fn=(lambda: os.sched_setaffinity(
+                                        0, host_cpus)) if host_cpus
+                                    else None)
             assert proc.stdout is not None
             deadline = time.monotonic() + timeout
             os.set_blocking(proc.stdout.fileno(), False)
@@ -404,6 +423,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--concurrent-with", metavar="NAME",
                    help="recorded in run files: the guest that runs at "
                    "the same time (storm matrix, ab and bisect set it)")
+    p.add_argument("--host-cpus", metavar="LIST",
+                   help="run the guest's QEMU only on these host CPUs "
+                   "(taskset -c syntax: 0, 0-1, 1,3; recorded in run files "
+                   "as env.vm_host_cpus); default: wherever the host "
+                   "scheduler puts it")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="show the guest's console as it boots and runs")
     p.add_argument("--status-file", type=pathlib.Path, metavar="FILE",
@@ -428,6 +452,14 @@ def main(argv: list[str]) -> int:
         numa_nodes(args.cpus, args.memory, args.numa)
     except ValueError as e:
         p.error(str(e))
+    if args.host_cpus:
+        try:
+            host_cpus = cpu_list(args.host_cpus)
+        except ValueError as e:
+            p.error(f"--host-cpus: {e}")
+        if not host_cpus <= os.sched_getaffinity(0):
+            p.error(f"--host-cpus {args.host_cpus}: this host lets us run on "
+                    f"CPUs {sorted(os.sched_getaffinity(0))} only")
 
     try:
         kernel = kernels.resolve(args.kernel)
@@ -483,8 +515,10 @@ def guest_outcome(args: argparse.Namespace, kernel: kernels.Kernel,
 
     started = time.monotonic()
     try:
-        vng_status = run_guest(cmd, args.timeout, state / "vng.log",
-                               args.verbose, state / HOST_LOADAVG)
+        vng_status = run_guest(
+            cmd, args.timeout, state / "vng.log", args.verbose,
+            state / HOST_LOADAVG,
+            cpu_list(args.host_cpus) if args.host_cpus else None)
     except Interrupted as e:
         print(f"storm vm: {e}: guest killed; its files are in {state}",
               file=sys.stderr)
