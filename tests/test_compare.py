@@ -282,7 +282,7 @@ def test_refuses_different_parameters(tmp_path):
     with pytest.raises(compare.CompareError, match="refusing"):
         compare.build([load("base"), runs.load_series(d)])
     proc = subprocess.run(
-        [str(REPO / "scripts" / "storm"), "compare", "--no-write",
+        [str(REPO / "scripts" / "storm"), "compare",
          str(load("base").dir), str(d)], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "refusing to compare different storms or parameters" in proc.stderr
@@ -330,7 +330,7 @@ def test_environments_that_move_the_numbers_are_refused(tmp_path):
     text = compare.render(cmp)
     assert "warning: compared although cpu_count" in text
     proc = subprocess.run(
-        [str(REPO / "scripts" / "storm"), "compare", "--no-write",
+        [str(REPO / "scripts" / "storm"), "compare",
          str(load("base").dir), str(d)], capture_output=True, text=True)
     assert proc.returncode == 2 and "accel: " in proc.stderr
 
@@ -368,7 +368,7 @@ def test_fail_above_gates_on_the_primary_time(tmp_path):
     with_boot_ids(d, "slow")
     base = copy_series("base", tmp_path / "b")
     with_boot_ids(base, "base")
-    storm = [str(REPO / "scripts" / "storm"), "compare", "--no-write"]
+    storm = [str(REPO / "scripts" / "storm"), "compare"]
     ok = subprocess.run(storm + ["--fail-above", "250", str(base), str(d)],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
@@ -456,9 +456,12 @@ def test_matrix_end_to_end(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(matrix.kernels, "resolve", lambda spec: K(release))
     monkeypatch.setattr(matrix.guest, "build_modules", lambda k: None)
 
-    def fake_run_storm(boot, storm, params, *, runs, warmup, results,
+    def fake_run_storm(boot, *, runs, warmup, results,
                        concurrent_with="", extra=(), prefix=""):
         made.append((boot, concurrent_with))
+        assert boot.steps == (matrix.guest.Step("ipistorm", (
+            "numipi=500", "single=1", "wait=1", "cpulist=0", "offset=1",
+            "delay=50")),)
         key = "poll" if boot.guest.append else "base"
         files = []
         for i, f in enumerate(sorted(load(key).dir.glob("run-*.json"))):

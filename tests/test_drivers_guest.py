@@ -265,7 +265,7 @@ def test_compare_default_with_idle_poll(tmp_path):
     assert runs[0]["env"]["boot_args"] == "idle=poll"
     # the idle=poll boot has 2 vCPUs, the default one 4: refused, unless
     # forced (the storm uses CPUs 0 and 1 only)
-    refused = run_compare("--no-write", str(default.series_dir("ipistorm")),
+    refused = run_compare(str(default.series_dir("ipistorm")),
                           str(poll.series_dir("ipistorm")))
     assert refused.returncode == 2 and "cpu_count: " in refused.stderr
     proc = run_compare("--out", str(tmp_path), "--force",

@@ -235,7 +235,7 @@ def test_kernel_log_is_kept_on_the_host(tmp_path):
 def test_command_is_kept_out_of_the_kernel_command_line(tmp_path):
     """The command goes in a file: the kernel command line is short."""
     args = vm.argparse.Namespace(accel="tcg", append="", cpus=4,
-                                 concurrent_with="", name="",
+                                 concurrent_with="", name="", host_cpus="",
                                  command=["echo", "a b", "$HOME"])
     k = kernels.Kernel(image=tmp_path, release="r", kdir=None)
     vm.write_state(tmp_path, args, k)

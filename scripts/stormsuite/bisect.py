@@ -170,6 +170,7 @@ def measure(state: dict[str, Any], requests: list[Request]
 def build_and_boot(state: dict[str, Any], requests: list[Request]
                    ) -> list[Measured]:
     outs = [ensure_built(state, sha) for sha, _ in requests]
+    steps = (guest.Step(state["storm"], tuple(state["params"])),)
     plan = []
     for (sha, n), out in zip(requests, outs):
         label = "good-" + short(sha) if sha == state["good"] else short(sha)
@@ -177,11 +178,10 @@ def build_and_boot(state: dict[str, Any], requests: list[Request]
         g = guest.Guest(str(out), state.get("append", ""), state["cpus"],
                         state["memory"], state["timeout"], no_build=True)
         plan.append([guest.Boot(g, label, series,
-                                f"{short(sha)} boot {k + 1}/{n}")
+                                f"{short(sha)} boot {k + 1}/{n}", steps)
                      for k in range(n)])
     try:
-        done = guest.run_boots(guest.interleave(plan), state["storm"],
-                               state["params"], runs=state["runs"],
+        done = guest.run_boots(guest.interleave(plan), runs=state["runs"],
                                warmup=state["warmup"],
                                results=pathlib.Path(state["results"]),
                                jobs=state["jobs"])

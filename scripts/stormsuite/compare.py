@@ -354,7 +354,10 @@ def exit_status(done: list[Comparison], fail_above: float | None) -> int:
     return EXIT_REGRESSION if bad else 0
 
 
-def add_stat_options(p: argparse.ArgumentParser) -> None:
+def add_stat_options(p: argparse.ArgumentParser, writes: bool = True
+                     ) -> None:
+    """The verdict's options; writes: the command writes its comparison
+    unless told --no-write (matrix, ab), rather than only with --out."""
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of the intervals, and 1 - the "
                    "family-wise error rate of the markers (default 0.95)")
@@ -374,8 +377,20 @@ def add_stat_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true",
                    help="also show interrupt rows below the floor")
     p.add_argument("--no-plot", action="store_true", help="no PNG")
-    p.add_argument("--no-write", action="store_true",
-                   help="print the table only; write no files")
+    if writes:
+        p.add_argument("--no-write", action="store_true",
+                       help="print the table only; write no files")
+
+
+def stat_defaults(**over: Any) -> argparse.Namespace:
+    """The statistics options at their defaults (for callers that build
+    comparisons without a command line), with some set otherwise."""
+    p = argparse.ArgumentParser()
+    add_stat_options(p)
+    args = p.parse_args([])
+    for k, v in over.items():
+        setattr(args, k, v)
+    return args
 
 
 def check_stat_options(p: argparse.ArgumentParser,
@@ -398,9 +413,8 @@ def main(argv: list[str]) -> int:
         "table of every metric (runtime, latency percentiles, throughput, "
         "/proc/interrupts rows in total and per storm CPU): mean per set, "
         "CV, change against the baseline, and * for a change that survives "
-        "the family-wise correction. Writes the table, a JSON file "
-        "(lkp-tests stat names) and a PNG plot into the first candidate's "
-        "series directory, or --out. Refuses different storms or "
+        "the family-wise correction. With --out DIR, also writes the table, "
+        "a JSON file (lkp-tests stat names) and a PNG plot there. Refuses different storms or "
         "parameters, and environments that move the numbers (--force).",
         epilog="A directory may hold several series (one per storm run, "
         "matrix, ab or bisect invocation): the newest is read, LABEL@ID "
@@ -416,12 +430,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
                    help="where labels live (default: the repository's "
                    "results/)")
-    p.add_argument("--out", type=pathlib.Path,
-                   help="write the table, JSON and PNG here")
+    p.add_argument("--out", type=pathlib.Path, metavar="DIR",
+                   help="write the table, JSON and PNG there (default: "
+                   "print the table, write nothing: results/ holds runs, "
+                   "and a comparison is written where it was asked for)")
     p.add_argument("--pool", action="store_true",
                    help="read every series of a directory, not the newest")
-    add_stat_options(p)
+    add_stat_options(p, writes=False)
     args = p.parse_args(argv)
+    args.no_write = args.out is None
     check_stat_options(p, args)
     try:
         sides = [runs.resolve(s, args.results, pool=args.pool)

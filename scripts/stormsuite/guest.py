@@ -23,6 +23,7 @@ import json
 import os
 import pathlib
 import secrets
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -55,12 +56,20 @@ class Guest:
 
 
 @dataclasses.dataclass(frozen=True)
+class Step:
+    """One `storm run` in a boot: a storm and its parameters."""
+    storm: str
+    params: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class Boot:
-    """One boot to make: a guest, the storm, where its runs go."""
+    """One boot to make: a guest, what it runs, where its runs go."""
     guest: Guest
     label: str                  # results/<label>/...
     series: str                 # the side's series id
     name: str                   # for progress lines: "<label> boot 2/3"
+    steps: tuple[Step, ...]     # in this order, each warmup + runs times
 
 
 @dataclasses.dataclass
@@ -159,62 +168,83 @@ def run_command(cmd: list[str], prefix: str = "") -> int:
     return proc.wait()
 
 
-def find_runs(results: pathlib.Path, label: str, storm: str,
+def find_runs(results: pathlib.Path, label: str, storms: Sequence[str],
               series: str, name: str) -> dict[str, list[pathlib.Path]]:
     """boot id -> the run files of this series that the guest called
     name wrote under results/<label>."""
     out: dict[str, list[pathlib.Path]] = {}
-    for f in sorted((results / label).glob(f"{storm}-*/run-*.json")):
-        try:
-            doc = json.loads(f.read_text(errors="replace"))
-        except (OSError, ValueError):
-            continue
-        run = doc.get("run", {})
-        if run.get("series") == series and not run.get("traced") \
-                and doc.get("env", {}).get("guest_name") == name:
-            out.setdefault(str(doc.get("env", {}).get("boot_id")),
-                           []).append(f)
+    for storm in sorted(set(storms)):
+        for f in sorted((results / label).glob(f"{storm}-*/run-*.json")):
+            try:
+                doc = json.loads(f.read_text(errors="replace"))
+            except (OSError, ValueError):
+                continue
+            run = doc.get("run", {})
+            if run.get("series") == series and not run.get("traced") \
+                    and doc.get("env", {}).get("guest_name") == name:
+                out.setdefault(str(doc.get("env", {}).get("boot_id")),
+                               []).append(f)
     return out
 
 
-def run_storm(boot: Boot, storm: str, params: Sequence[str], *, runs: int,
-              warmup: int, results: pathlib.Path, concurrent_with: str = "",
-              extra: Sequence[str] = (), prefix: str = "") -> BootResult:
-    """One boot: the storm runs+warmup times; the run files it wrote."""
+def boot_command(boot: Boot, *, runs: int, warmup: int,
+                 results: pathlib.Path, extra: Sequence[str] = ()
+                 ) -> list[str]:
+    """What the guest runs: storm run for each step, stopping at the
+    first that fails (the boot then fails)."""
+    cmds = [["scripts/storm", "run", "--runs", str(runs), "--warmup",
+             str(warmup), "--results", str(results), "--label", boot.label,
+             "--series", boot.series, *extra, step.storm, *step.params]
+            for step in boot.steps]
+    if len(cmds) == 1:
+        return cmds[0]
+    return ["sh", "-c", " && ".join(shlex.join(c) for c in cmds)]
+
+
+def run_storm(boot: Boot, *, runs: int, warmup: int, results: pathlib.Path,
+              concurrent_with: str = "", extra: Sequence[str] = (),
+              prefix: str = "") -> BootResult:
+    """One boot: each of its steps runs+warmup times; the run files it
+    wrote (runs of each step)."""
+    if not boot.steps:
+        raise GuestError(f"{boot.name}: nothing to run")
+    storms = [step.storm for step in boot.steps]
     results.mkdir(parents=True, exist_ok=True)
-    before = find_runs(results, boot.label, storm, boot.series, boot.name)
+    before = find_runs(results, boot.label, storms, boot.series, boot.name)
     VM_STATE.mkdir(parents=True, exist_ok=True)
     fd, status = tempfile.mkstemp(prefix="status-", suffix=".json",
                                   dir=VM_STATE)
     os.close(fd)
     status_file = pathlib.Path(status)
-    cmd = vm_command(boot.guest, [
-        "scripts/storm", "run", "--runs", str(runs), "--warmup", str(warmup),
-        "--results", str(results), "--label", boot.label,
-        "--series", boot.series, *extra, storm, *params], boot.name,
-        concurrent_with, [] if results.resolve() == (REPO / "results")
-        else [results], status_file)
+    cmd = vm_command(
+        boot.guest, boot_command(boot, runs=runs, warmup=warmup,
+                                 results=results, extra=extra),
+        boot.name, concurrent_with,
+        [] if results.resolve() == (REPO / "results") else [results],
+        status_file)
     t0 = time.monotonic()
     rc = run_command(cmd, prefix)
     seconds = time.monotonic() - t0
     failed = outcome_text(status_file, rc) if rc != 0 else ""
     status_file.unlink(missing_ok=True)
-    after = find_runs(results, boot.label, storm, boot.series, boot.name)
+    after = find_runs(results, boot.label, storms, boot.series, boot.name)
     new = [f for key, fs in after.items() if key not in before for f in fs]
     if rc != 0:
         raise GuestError(f"{boot.name}: {failed}; {len(new)} run files "
                          f"came back")
-    if len(new) != runs:
+    want = runs * len(boot.steps)
+    if len(new) != want:
         raise GuestError(f"{boot.name}: {len(new)} run files came back, "
-                         f"{runs} were asked for")
+                         f"{want} were asked for")
     return BootResult(boot, sorted(new), seconds, concurrent_with)
 
 
-def run_boots(boots: Sequence[Boot], storm: str, params: Sequence[str], *,
-              runs: int, warmup: int, results: pathlib.Path, jobs: int = 2,
+def run_boots(boots: Sequence[Boot], *, runs: int, warmup: int,
+              results: pathlib.Path, jobs: int = 2,
               extra: Sequence[str] = ()) -> list[BootResult]:
     """Every boot, jobs at a time in the order given (consecutive boots
-    share the host), with progress and an estimate of the time left."""
+    share the host), with progress and an estimate of the time left.
+    A batch with a failed boot raises GuestError once its boots end."""
     jobs = max(1, jobs)
     done: list[BootResult] = []
     started = time.monotonic()
@@ -223,11 +253,11 @@ def run_boots(boots: Sequence[Boot], storm: str, params: Sequence[str], *,
         names = [b.name for b in batch]
         with concurrent.futures.ThreadPoolExecutor(len(batch)) as pool:
             futs = []
-            for k, b in enumerate(batch):
+            for b in batch:
                 other = ", ".join(n for n in names if n != b.name)
                 prefix = f"[{b.name}] " if len(batch) > 1 else ""
                 futs.append(pool.submit(
-                    run_storm, b, storm, params, runs=runs, warmup=warmup,
+                    run_storm, b, runs=runs, warmup=warmup,
                     results=results, concurrent_with=other, extra=extra,
                     prefix=prefix))
             errors = []

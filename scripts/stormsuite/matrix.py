@@ -17,6 +17,7 @@ import pathlib
 import re
 import sys
 import time
+from typing import Any
 
 from . import compare, guest, kernels, runs
 
@@ -107,23 +108,54 @@ def estimate(nboots: int, runs_per_boot: int, jobs: int) -> float:
     return per_boot * -(-nboots // jobs)
 
 
-def measure(sides: list[Side], args: argparse.Namespace,
-            results: pathlib.Path) -> tuple[list[runs.Series], float, str]:
-    """Boot every side args.boots times, interleaved; the series made."""
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """How every side is measured: the storm, boots, runs, the guest."""
+    storm: str
+    params: tuple[str, ...] = ()
+    boots: int = 3
+    runs: int = 5
+    warmup: int = 1
+    cpus: int = 4
+    memory: str = "2G"
+    timeout: float = 900
+    jobs: int = 2
+    extra: tuple[str, ...] = ()     # storm run's --trace, --bpftrace
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, **over: Any) -> Design:
+        """From a command's options (add_guest_options and the storm)."""
+        extra = tuple(flag for flag, name in (("--trace", "trace"),
+                                              ("--bpftrace", "bpftrace"))
+                      if getattr(args, name, False))
+        fields: dict[str, Any] = dict(
+            boots=args.boots, runs=args.runs, warmup=args.warmup,
+            cpus=args.cpus, memory=args.memory, timeout=args.timeout,
+            jobs=args.jobs, extra=extra)
+        fields.update(over)
+        if "storm" not in fields:
+            fields.update(storm=args.storm, params=tuple(args.params))
+        return cls(**fields)
+
+
+def measure(sides: list[Side], design: Design, results: pathlib.Path
+            ) -> tuple[list[runs.Series], float, str]:
+    """Boot every side design.boots times, interleaved; one series per
+    side, the seconds it took, and where a guest's time went."""
     series = guest.new_series_id()
     for s in sides:
         guest.build_modules(s.kernel)
-    plan = [[guest.Boot(guest.Guest(s.kernel, s.append, s.cpus or args.cpus,
-                                    args.memory, args.timeout, no_build=True),
-                        s.label, series, f"{s.label} boot {i + 1}/{args.boots}")
-             for i in range(args.boots)] for s in sides]
+    steps = (guest.Step(design.storm, tuple(design.params)),)
+    plan = [[guest.Boot(guest.Guest(s.kernel, s.append,
+                                    s.cpus or design.cpus, design.memory,
+                                    design.timeout, no_build=True),
+                        s.label, series,
+                        f"{s.label} boot {i + 1}/{design.boots}", steps)
+             for i in range(design.boots)] for s in sides]
     t0 = time.monotonic()
-    extra = [flag for flag, on in (("--trace", getattr(args, "trace", False)),
-                                   ("--bpftrace", getattr(args, "bpftrace",
-                                                          False))) if on]
-    done = guest.run_boots(guest.interleave(plan), args.storm, args.params,
-                           runs=args.runs, warmup=args.warmup,
-                           results=results, jobs=args.jobs, extra=extra)
+    done = guest.run_boots(guest.interleave(plan), runs=design.runs,
+                           warmup=design.warmup, results=results,
+                           jobs=design.jobs, extra=design.extra)
     by_label: dict[str, list[pathlib.Path]] = {}
     for d in done:
         by_label.setdefault(d.boot.label, []).extend(d.files)
@@ -151,7 +183,8 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
     where the time went (BUILDS: what the builds took, said by ab)."""
     started = time.monotonic()
     try:
-        sets, measured, guests = measure(sides, args, args.results.resolve())
+        sets, measured, guests = measure(sides, Design.of(args),
+                                         args.results.resolve())
     except guest.GuestError as e:
         print(f"{who}: {e}", file=sys.stderr)
         return 1

@@ -99,23 +99,12 @@ def add_guest_options(p: argparse.ArgumentParser, *, cpus: int, boots: int,
         timeout=timeout, results=None, results_help="results/seeds/NNN")
 
 
-def stat_args(**over: Any) -> argparse.Namespace:
-    """compare's statistics options at their defaults."""
-    p = argparse.ArgumentParser()
-    compare.add_stat_options(p)
-    args = p.parse_args([])
-    for k, v in over.items():
-        setattr(args, k, v)
-    return args
-
-
 def measure(sides: list[matrix.Side], args: argparse.Namespace, storm: str,
             params: list[str], results: pathlib.Path) -> list[runs.Series]:
     """Boot each side args.boots times (interleaved, args.jobs at a time),
     run STORM PARAMS in each; one series per side."""
-    opts = argparse.Namespace(**vars(args))
-    opts.storm, opts.params = storm, params
-    sets, _, breakdown = matrix.measure(sides, opts, results)
+    design = matrix.Design.of(args, storm=storm, params=tuple(params))
+    sets, _, breakdown = matrix.measure(sides, design, results)
     say("storm seed", f"guests: {breakdown}")
     args.accel = accel_of([r for s in sets for r in s.runs])
     return sets
@@ -134,7 +123,8 @@ def compare_two(base: runs.Series, cand: runs.Series,
     """storm compare of two series: its table printed, its files written
     next to the candidate's runs (compare-vs-<base label>.*); the
     comparison as JSON."""
-    done = compare.compare([[base], [cand]], stat_args(**stat), None)
+    done = compare.compare([[base], [cand]], compare.stat_defaults(**stat),
+                           None)
     return compare.to_json(done[0])
 
 

@@ -25,7 +25,6 @@ host with KVM, or storm run on the machine) shows the cross-node cost.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import math
 import pathlib
@@ -114,18 +113,6 @@ def plan(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def boot_command(args: argparse.Namespace, nodes: int, label: str,
-                 series: str, results: pathlib.Path) -> list[str]:
-    """One guest, every run of its node count, stopping at the first
-    failure (storm vm then fails the boot)."""
-    steps = [" ".join(["scripts/storm", "run", "--runs", str(args.runs),
-                       "--warmup", str(args.warmup), "--results",
-                       str(results), "--label", label, "--series", series,
-                       storm, *prm])
-             for _, storm, prm in runs_of(args, nodes)]
-    return ["sh", "-c", " && ".join(steps)]
-
-
 @dataclasses.dataclass
 class Cell:
     nodes: int
@@ -144,45 +131,32 @@ def run(args: argparse.Namespace, who: str) -> int:
     clock = common.Clock()
     release = kernels.resolve(args.kernel).release
     guest.build_modules(args.kernel)
-    boots = []
+    # one side per node count, each boot running every storm of its
+    # count; the sides interleaved, args.jobs guests at a time
+    sides = []
     for n in node_counts(args):
         label = f"{release}_numa{n}x{args.cpus // n}"
         series = guest.new_series_id()
-        for i in range(args.boots):
-            g = guest.Guest(args.kernel, "", args.cpus, args.memory,
-                            args.timeout, no_build=True, numa=n)
-            name = f"{label} boot {i + 1}/{args.boots}"
-            boots.append((i, n, label, series, g, name))
-    # node counts interleaved, args.jobs guests at a time
-    boots.sort(key=lambda b: (b[0], b[1]))
-    failed = []
-    for at in range(0, len(boots), args.jobs):
-        batch = boots[at:at + args.jobs]
-        with concurrent.futures.ThreadPoolExecutor(len(batch)) as pool:
-            futs = {pool.submit(
-                guest.run_command,
-                guest.vm_command(g, boot_command(args, n, label, series,
-                                                 results), name,
-                                 ", ".join(b[5] for b in batch
-                                           if b[5] != name), [results]),
-                f"[{name}] " if len(batch) > 1 else ""): name
-                for _, n, label, series, g, name in batch}
-            for f, name in futs.items():
-                if f.result() != 0:
-                    failed.append(name)
-        common.say(who, f"{min(at + args.jobs, len(boots))}/{len(boots)} "
-                   "boots done")
-    clock.lap("boots and runs")
-    if failed:
-        common.say(who, f"failed: {', '.join(failed)}")
+        steps = tuple(guest.Step(storm, tuple(prm))
+                      for _, storm, prm in runs_of(args, n))
+        g = guest.Guest(args.kernel, "", args.cpus, args.memory,
+                        args.timeout, no_build=True, numa=n)
+        sides.append([guest.Boot(g, label, series,
+                                 f"{label} boot {i + 1}/{args.boots}", steps)
+                      for i in range(args.boots)])
+    try:
+        done = guest.run_boots(guest.interleave(sides), runs=args.runs,
+                               warmup=args.warmup, results=results,
+                               jobs=args.jobs)
+    except guest.GuestError as e:
+        common.say(who, f"failed: {e}")
         return 1
-    args.accel = common.accel_of([
-        runs.load_run(f) for f in sorted(results.glob("*/*/run-*.json"))[-1:]])
+    clock.lap("boots and runs")
+    common.say(who, f"guests: {guest.breakdown(done)}")
+    args.accel = common.accel_of([runs.load_run(done[-1].files[-1])])
     cells = []
-    for n in node_counts(args):
-        label = f"{release}_numa{n}x{args.cpus // n}"
-        series = next(b[3] for b in boots if b[1] == n)
-        cells += collect(args, n, results / label, series)
+    for n, side in zip(node_counts(args), sides):
+        cells += collect(args, n, results / side[0].label, side[0].series)
     common.finish(who, "001", results, answer(args, release, cells), clock,
                   {"kernel": release, "cpus": args.cpus,
                    "cells": [dataclasses.asdict(c) for c in cells]})
