@@ -38,3 +38,34 @@ def test_debug_is_not_a_bug():
     assert dmesg.problems(log) == []
     assert dmesg.problems("[ 2.0] BUG: kernel NULL pointer dereference\n")
     assert dmesg.problems("[ 2.0] kernel BUG at mm/slub.c:42!\n")
+
+
+INJECTED_BLOCK = """\
+[ 5.0] FAULT_INJECTION: forcing a failure.
+[ 5.0] name failslab, interval 1, probability 0, space 0, times 1
+[ 5.1] kmem_cache_create(slabstorm-remote) failed with error -12
+[ 5.1] CPU: 0 PID: 91 Comm: python3 Not tainted 6.1.192-storm-debug #1
+[ 5.1] Call Trace:
+[ 5.1]  <TASK>
+[ 5.1]  dump_stack_lvl+0x45/0x5e
+[ 5.1]  kmem_cache_create_usercopy+0x1c2/0x2c0
+[ 5.1]  </TASK>
+"""
+
+
+def test_an_injected_allocation_failure_report_is_not_a_problem():
+    """The stack dump the kernel prints for an allocation that fault
+    injection failed on purpose is excused; the same report without the
+    injection line before it, a stack after the block, or a WARNING in
+    it are problems."""
+    assert dmesg.problems(INJECTED_BLOCK) == []
+    uninjected = INJECTED_BLOCK.split("\n", 2)[2]
+    assert dmesg.problems(uninjected) == ["[ 5.1] Call Trace:"]
+    assert dmesg.problems(INJECTED_BLOCK + "[ 6.0] Call Trace:\n") == \
+        ["[ 6.0] Call Trace:"]
+    warned = INJECTED_BLOCK.replace(
+        "[ 5.1] CPU: 0", "[ 5.1] WARNING: CPU: 0 at mm/slab.c:1\n[ 5.1] CPU: 0")
+    assert dmesg.problems(warned) == ["[ 5.1] WARNING: CPU: 0 at mm/slab.c:1"]
+    # an injection line alone excuses nothing that is not such a report
+    assert dmesg.problems("[ 5.0] FAULT_INJECTION: forcing a failure.\n"
+                          "[ 5.2] Call Trace:\n") == ["[ 5.2] Call Trace:"]

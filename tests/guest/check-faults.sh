@@ -1,0 +1,17 @@
+#!/bin/sh
+# check-faults.sh - fault injection into every storm's load, on a kernel
+# built with configs/debug.config (tests/e2e/debug-kernel), for
+# tests/test_debug_guest.py. Kernels without fault injection (Debian's)
+# record that and run nothing.
+. tests/guest/lib.sh
+
+if [ ! -d /sys/kernel/debug/failslab ]; then
+	echo "no fault injection in this kernel" >"$OUT/faults_absent"
+	exit 0
+fi
+mark=$(dmesg_mark)
+python3 tests/guest/faults.py --ko "$KO" --out "$OUT/faults.json" \
+	>"$OUT/faults.log" 2>&1
+echo $? >"$OUT/faults.rc"
+dmesg_since "$mark" >"$OUT/faults.dmesg"
+cat "$OUT/faults.log"

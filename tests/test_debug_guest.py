@@ -1,0 +1,68 @@
+"""The storms on a debug kernel (configs/debug.config: KASAN, lockdep,
+kmemleak, fault injection): collected only when tests/e2e/debug-kernel
+runs the guest tests on such a kernel (STORM_TEST_DEBUG=1,
+STORM_TEST_KERNELS=<its build directory>); the other guest test files
+run on it as they run on Debian's kernels.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import assert_clean
+
+MODULES = ("ipistorm", "tlbstorm", "slabstorm")
+
+
+def test_whole_boot_is_clean(guest):
+    """Every check script ran, and the debug kernel found nothing in the
+    whole boot: no KASAN report, lockdep splat, sleeping in atomic
+    context, debug-objects or list corruption report."""
+    assert (guest.out / "complete").is_file(), guest.log[-3000:]
+    assert "KASAN" not in guest.dmesg and "kfence" not in guest.dmesg.lower()
+    assert "possible circular locking" not in guest.dmesg
+    assert_clean(guest.dmesg)
+
+
+def test_no_leaks_after_every_storm(guest):
+    """kmemleak, scanned after every check script ran, holds nothing that
+    leaked while they did (run-all.sh clears what the boot left)."""
+    leaks = guest.out / "kmemleak"
+    assert leaks.is_file(), "this kernel has no kmemleak"
+    assert leaks.read_text().strip() == "", leaks.read_text()[:4000]
+
+
+def test_every_injected_allocation_failure_is_a_clean_refusal(guest):
+    """failslab and fail_page_alloc fail each allocation of a storm's load
+    in turn (tests/guest/faults.py): every load is refused (the module
+    not loaded) or runs to a status the result states; nothing is left
+    (module, thread, cache); failures were injected in every case, some
+    of them inside the storm's own init; the log is clean but for the
+    reports the kernel makes of the failures asked for."""
+    assert not (guest.out / "faults_absent").exists()
+    assert (guest.out / "faults.rc").read_text().strip() == "0", \
+        (guest.out / "faults.log").read_text()[-3000:]
+    cases = json.loads((guest.out / "faults.json").read_text())
+    assert {(c["injector"], c["module"]) for c in cases} == {
+        (i, m) for i in ("failslab", "fail_page_alloc") for m in MODULES}
+    for c in cases:
+        what = f"{c['injector']} {c['module']} {c['params']}"
+        assert c["calls"] > c["loader_calls"] > 0, (what, c)
+        injected = [ld for ld in c["loads"] if ld["injected"]]
+        assert injected, (what, c["loads"])
+        for ld in c["loads"]:
+            assert not ld["left_loaded"], (what, ld)
+            assert ld["left_threads"] == [], (what, ld)
+            assert ld["left_caches"] == [], (what, ld)
+            assert "unload_error" not in ld, (what, ld)
+            if "refused" in ld:
+                continue
+            assert ld["status"] in ("done", "failed"), (what, ld)
+        print(f"{what}: {c['calls']} allocations ({c['loader_calls']} the "
+              f"loader's), {len(c['loads'])} loads, {len(injected)} "
+              f"injected, {sum('refused' in ld for ld in injected)} "
+              f"refused")
+    # past the loader: the storms' own allocations were failed too
+    assert any(ld["injected"] and ld["nth"] > c["loader_calls"]
+               for c in cases for ld in c["loads"])
+    assert_clean((guest.out / "faults.dmesg").read_text())
