@@ -71,6 +71,21 @@ class Histogram:
                 return float(min(max(mid, self.min_ns), self.max_ns))
         return float(self.max_ns)
 
+    def median(self) -> float:
+        """The median, interpolated within its bucket as if the bucket's
+        samples were spread evenly over it: a bucket is 1/32 of its octave
+        (3% at 5 us), too coarse to compare boots by its middle."""
+        total = sum(c for _, c in self.buckets)
+        if not total:
+            return 0.0
+        seen = 0
+        for low, c in self.buckets:
+            if seen + c >= total / 2:
+                at = low + bucket_width(low) * (total / 2 - seen) / c
+                return float(min(max(at, self.min_ns), self.max_ns))
+            seen += c
+        return float(self.max_ns)
+
 
 def histogram(res: dict[str, str], prefix: str = "latency") -> Histogram | None:
     raw = res.get(f"{prefix}.hist")
