@@ -106,7 +106,7 @@ def test_timeout_kills_the_whole_guest(tmp_path):
     pidfile = tmp_path / "child"
     cmd = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"]
     start = time.monotonic()
-    assert vm.run_guest(cmd, 1.5, tmp_path / "log", False) is None
+    assert vm.run_guest(cmd, 1.5, tmp_path / "log") is None
     assert time.monotonic() - start < 10
     assert_gone(int(pidfile.read_text()))
 
@@ -118,7 +118,7 @@ def test_a_signal_to_storm_vm_kills_the_guest(tmp_path):
     cmd = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"]
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
     with pytest.raises(vm.Interrupted, match="SIGTERM"):
-        vm.run_guest(cmd, 60, tmp_path / "log", False)
+        vm.run_guest(cmd, 60, tmp_path / "log")
     assert_gone(int(pidfile.read_text()))
     # and our own handler is gone again
     assert signal.getsignal(signal.SIGTERM) is not vm._interrupted

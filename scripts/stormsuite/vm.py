@@ -276,7 +276,7 @@ def cpu_list(text: str) -> set[int]:
 
 
 def run_guest(cmd: list[str], timeout: float, log: pathlib.Path,
-              verbose: bool, loadavg: pathlib.Path | None = None,
+              loadavg: pathlib.Path | None = None,
               host_cpus: set[int] | None = None) -> int | None:
     """Run vng; its exit status, or None when it was killed at the
     timeout. vng runs in a session of its own (the terminal's Ctrl-C must
@@ -516,8 +516,7 @@ def guest_outcome(args: argparse.Namespace, kernel: kernels.Kernel,
     started = time.monotonic()
     try:
         vng_status = run_guest(
-            cmd, args.timeout, state / "vng.log", args.verbose,
-            state / HOST_LOADAVG,
+            cmd, args.timeout, state / "vng.log", state / HOST_LOADAVG,
             cpu_list(args.host_cpus) if args.host_cpus else None)
     except Interrupted as e:
         print(f"storm vm: {e}: guest killed; its files are in {state}",
