@@ -22,6 +22,7 @@
 #include <linux/completion.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
+#include <linux/debugfs.h>
 #include <linux/jiffies.h>
 #include <linux/kthread.h>
 #include <linux/limits.h>
@@ -357,16 +358,48 @@ struct storm_module {
 	void (*stop_threads)(void);
 	/* Free what init allocated: safe after a partial init. */
 	void (*free)(void);
+	/* made into /sys/kernel/debug/<module>/result once run() is over */
+	const struct file_operations *result_fops;
+	struct dentry *result_dir;
 	bool background;
 	struct task_struct *controller;
 	bool reported;			/* the controller has run to its report */
 };
+
+/*
+ * The result file, made once run() has reported. Without it the numbers
+ * are in the kernel log only, which no driver reads: a foreground load
+ * that cannot make it fails (debugfs could not allocate) rather than
+ * load without a result, and a background storm says so in the log.
+ */
+static inline int storm_result_create(struct storm_module *sm)
+{
+	struct dentry *dir, *file;
+
+	dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	if (IS_ERR(dir)) {
+		file = dir;
+		goto fail;
+	}
+	file = debugfs_create_file("result", 0444, dir, NULL, sm->result_fops);
+	if (IS_ERR(file)) {
+		debugfs_remove_recursive(dir);
+		goto fail;
+	}
+	sm->result_dir = dir;
+	return 0;
+fail:
+	pr_err("cannot create /sys/kernel/debug/%s/result (%ld): the result is in this log only\n",
+	       KBUILD_MODNAME, PTR_ERR(file));
+	return PTR_ERR(file);
+}
 
 static int storm_controller_fn(void *arg)
 {
 	struct storm_module *sm = arg;
 
 	sm->run();
+	storm_result_create(sm);
 	storm_sent_stop();
 	WRITE_ONCE(sm->reported, true);
 	/* rmmod collects us */
@@ -386,6 +419,9 @@ static inline int storm_module_start(struct storm_module *sm)
 	if (!sm->background) {
 		sm->run();
 		storm_sent_stop();
+		ret = storm_result_create(sm);
+		if (ret)
+			goto err;
 		return 0;
 	}
 	t = kthread_run(storm_controller_fn, sm, KBUILD_MODNAME "/ctl");
@@ -421,6 +457,9 @@ static inline void storm_module_exit(struct storm_module *sm)
 	if (sm->background && !READ_ONCE(sm->reported))
 		pr_info("unloaded before the storm could report: no result\n");
 	storm_hotplug_unwatch();
+	/* waits for readers of the result before what they read goes */
+	debugfs_remove_recursive(sm->result_dir);
+	sm->result_dir = NULL;
 	sm->free();
 	storm_sent_free();
 }

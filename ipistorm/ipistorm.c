@@ -17,7 +17,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -128,7 +127,6 @@ static cpumask_var_t sender_mask, target_mask;
 static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after;
 static struct storm_hist *hist_total;
-static struct dentry *debugfs_dir;
 static bool failed;
 
 static void ipistorm_handler(void *info)
@@ -563,14 +561,10 @@ static void ipistorm_run(void)
 		storm_hist_merge(hist_total, &s->hist);
 	}
 	ipistorm_print_results();
-	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("result", 0444, debugfs_dir, NULL,
-			    &ipistorm_result_fops);
 }
 
 static void ipistorm_free(void)
 {
-	debugfs_remove_recursive(debugfs_dir);
 	kfree(hist_total);
 	kfree(irqs_after);
 	kfree(irqs_before);
@@ -584,6 +578,7 @@ static struct storm_module ipistorm_module = {
 	.run		= ipistorm_run,
 	.stop_threads	= ipistorm_stop_senders,
 	.free		= ipistorm_free,
+	.result_fops	= &ipistorm_result_fops,
 };
 
 static int __init ipistorm_init(void)

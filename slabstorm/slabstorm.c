@@ -24,7 +24,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/debugfs.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/cpu.h>
@@ -176,7 +175,6 @@ static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after;
 static struct storm_irqs *snap_prev, *snap_cur;
 static struct task_struct *main_task;
-static struct dentry *debugfs_dir;
 static struct kmem_cache *fixed_cache;	/* shrink and remote */
 /*
  * kmem_cache_create() keeps its own copy of the name (kstrdup_const in
@@ -1024,16 +1022,12 @@ static void slabstorm_run(void)
 		failed = true;
 
 	slabstorm_print_results();
-	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("result", 0444, debugfs_dir, NULL,
-			    &slabstorm_result_fops);
 }
 
 static void slabstorm_free(void)
 {
 	int c, p;
 
-	debugfs_remove_recursive(debugfs_dir);
 	slabstorm_destroy_fixed();
 	if (pcpus) {
 		for_each_possible_cpu(c)
@@ -1054,6 +1048,7 @@ static struct storm_module slabstorm_module = {
 	.run		= slabstorm_run,
 	.stop_threads	= slabstorm_stop_threads,
 	.free		= slabstorm_free,
+	.result_fops	= &slabstorm_result_fops,
 };
 
 static int __init slabstorm_init(void)

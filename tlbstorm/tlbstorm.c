@@ -22,7 +22,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/gfp.h>
@@ -148,7 +147,6 @@ static struct completion workers_all_ready;
 static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after;
 static struct storm_hist *hist_total;
-static struct dentry *debugfs_dir;
 static bool failed;
 
 static void tlbstorm_worker_ready(void)
@@ -577,9 +575,6 @@ static void tlbstorm_run(void)
 			if (per_cpu_ptr(workers, cpu)->errors)
 				failed = true;
 	tlbstorm_print_results();
-	debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("result", 0444, debugfs_dir, NULL,
-			    &tlbstorm_result_fops);
 }
 
 static void tlbstorm_free_kpages(void)
@@ -612,7 +607,6 @@ static int tlbstorm_alloc_kpages(void)
 
 static void tlbstorm_free(void)
 {
-	debugfs_remove_recursive(debugfs_dir);
 	tlbstorm_free_kpages();
 	kfree(hist_total);
 	kfree(irqs_after);
@@ -679,6 +673,7 @@ static struct storm_module tlbstorm_module = {
 	.run		= tlbstorm_run,
 	.stop_threads	= tlbstorm_stop_threads,
 	.free		= tlbstorm_free,
+	.result_fops	= &tlbstorm_result_fops,
 };
 
 static int __init tlbstorm_init(void)

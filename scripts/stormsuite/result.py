@@ -73,8 +73,8 @@ class Histogram:
 
     def median(self) -> float:
         """The median, interpolated within its bucket as if the bucket's
-        samples were spread evenly over it: a bucket is 1/32 of its octave
-        (3% at 5 us), too coarse to compare boots by its middle."""
+        samples were spread evenly over it: a bucket is 1/16 of its octave
+        (up to 6%), too coarse to compare boots by its middle."""
         total = sum(c for _, c in self.buckets)
         if not total:
             return 0.0

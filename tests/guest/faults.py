@@ -65,12 +65,20 @@ def setup(injector: str, on: bool) -> None:
     write(d / "verbose", "1")
 
 
-def set_fail_nth(n: int) -> None:
-    write(pathlib.Path("/proc/thread-self/fail-nth"), str(n))
+class FailNth:
+    """This thread's fail-nth, through one descriptor opened beforehand:
+    opening the file allocates, and with a count still running that
+    allocation would be the one failed. Reading and writing an open proc
+    file allocate nothing in the kernel."""
 
+    def __init__(self) -> None:
+        self.fd = os.open("/proc/thread-self/fail-nth", os.O_RDWR)
 
-def fail_nth_left() -> int:
-    return int(pathlib.Path("/proc/thread-self/fail-nth").read_text())
+    def set(self, n: int) -> None:
+        os.pwrite(self.fd, str(n).encode(), 0)
+
+    def left(self) -> int:
+        return int(os.pread(self.fd, 32, 0))
 
 
 def loaded(name: str) -> bool:
@@ -107,16 +115,18 @@ def status_of(name: str) -> str:
     return "no status"
 
 
-def load(libc, ko: str, name: str, params: str, nth: int) -> dict:
+def load(libc, fail: FailNth, ko: str, name: str, params: str,
+         nth: int) -> dict:
     """One load with the Nth allocation failing (0: none); unloaded
     after."""
     fd = os.open(ko, os.O_RDONLY)
+    args = params.encode()
     try:
-        set_fail_nth(nth)
-        rc = libc.syscall(SYS_FINIT_MODULE, fd, params.encode(), 0)
+        fail.set(nth)
+        rc = libc.syscall(SYS_FINIT_MODULE, fd, args, 0)
         err = ctypes.get_errno()
-        left = fail_nth_left()
-        set_fail_nth(0)
+        left = fail.left()
+        fail.set(0)
     finally:
         os.close(fd)
     out = {"nth": nth, "injected": nth > 0 and left == 0,
@@ -133,22 +143,24 @@ def load(libc, ko: str, name: str, params: str, nth: int) -> dict:
     return out
 
 
-def count_calls(libc, ko: str, name: str, params: str) -> int:
+def count_calls(libc, fail: FailNth, ko: str, name: str, params: str
+                ) -> int:
     """The allocations a load makes that the injector counts."""
-    got = load(libc, ko, name, params, 1 << 30)
+    got = load(libc, fail, ko, name, params, 1 << 30)
     return got["calls"] or 0
 
 
-def campaign(libc, ko: str, name: str, params: str, most: int) -> dict:
-    total = count_calls(libc, ko, name, params)
-    loader = count_calls(libc, ko, name, f"{params} {REFUSED}")
+def campaign(libc, fail: FailNth, ko: str, name: str, params: str,
+             most: int) -> dict:
+    total = count_calls(libc, fail, ko, name, params)
+    loader = count_calls(libc, fail, ko, name, f"{params} {REFUSED}")
     first = max(1, loader - 2)
     span = list(range(first, total + 1))
     if len(span) > most:
         step = len(span) / most
         span = sorted({span[int(i * step)] for i in range(most)} |
                       {span[-1]})
-    loads = [load(libc, ko, name, params, n) for n in span]
+    loads = [load(libc, fail, ko, name, params, n) for n in span]
     return {"calls": total, "loader_calls": loader, "loads": loads}
 
 
@@ -156,7 +168,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ko", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--most", type=int, default=25,
+    p.add_argument("--most", type=int, default=12,
                    help="loads per case and injector at most")
     args = p.parse_args()
     if not (DEBUGFS / "failslab").is_dir() or \
@@ -164,13 +176,14 @@ def main() -> int:
         print("faults.py: this kernel has no fault injection", file=sys.stderr)
         return 2
     libc = ctypes.CDLL(None, use_errno=True)
+    fail = FailNth()
     results = []
     for injector in INJECTORS:
         for other in INJECTORS:
             setup(other, other == injector)
         for name, params in CASES:
             ko = os.path.join(args.ko, f"{name}.ko")
-            got = campaign(libc, ko, name, params, args.most)
+            got = campaign(libc, fail, ko, name, params, args.most)
             got.update(injector=injector, module=name, params=params)
             results.append(got)
             outcomes = [ld.get("status") or ld.get("refused")
