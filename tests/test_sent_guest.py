@@ -16,6 +16,10 @@ from stormsuite import result
 SENT_CASES = ("sent_idle", "sent_all_nowait", "sent_many", "sent_async",
               "sent_tlb_user", "sent_tlb_kernel", "sent_slab",
               "sent_slab_remote")
+# Cases that cannot finish without an IPI. A remote free storm may send
+# none: SLUB frees to another CPU's slab with a cmpxchg, and the helpers
+# may find each other awake (seen on 6.12: 4000 frees, 0 sent, 1 CAL).
+MUST_SEND = set(SENT_CASES) - {"sent_slab_remote"}
 # An IPI sent just before the window opens may be taken just after it.
 # Per vector a CPU holds at most one in service and one pending, and CAL
 # counts two vectors (call-function and call-function-single).
@@ -55,8 +59,9 @@ def test_every_ipi_received_was_sent(guest, name):
         for cpu in got:
             assert got[cpu] <= to[cpu] + slack + missed, (vec, cpu, to, got)
     # the probes were hit for what they counted (a mask send is one hit)
-    assert 0 < int(res["sent.hits"]) <= sum(sent(res).values()) + \
-        sum(sent(res, "RES").values())
+    hits = int(res["sent.hits"])
+    assert hits <= sum(sent(res).values()) + sum(sent(res, "RES").values())
+    assert hits > 0 or name not in MUST_SEND, "the probes never fired"
 
 
 def test_single_to_hlt_idle_target_every_ipi_sent_arrives(guest):
