@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import assert_clean
+from conftest import KERNELS, assert_clean, boot
 from stormsuite import result
 
 MODULES = ("ipistorm", "tlbstorm", "slabstorm")
@@ -110,6 +110,57 @@ def test_single_wraps_at_the_last_online_cpu(guest):
         assert_clean(case.dmesg)
     res = guest.case("possible_single").result
     assert result.per_cpu(res, "handled") == {0: 100, 1: 100, 2: 100}
+
+
+POSSIBLE_DONE = ("possible_boot_single", "possible_boot_all",
+                 "possible_boot_async", "possible_boot_tlb",
+                 "possible_boot_tlb_kernel", "possible_boot_slab",
+                 "possible_boot_slab_create")
+POSSIBLE_REFUSED = {
+    "possible_boot_offline_target": "targets=2: CPU 2 is not online",
+    "possible_boot_offline_sender": "cpulist=2: CPU 2 is not online",
+}
+
+
+@pytest.mark.boots("possible")
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_booted_with_more_possible_than_online_cpus(kernel):
+    """`maxcpus=2` on 3 vCPUs (tests/guest/check-possible.sh): every storm
+    kind runs on the two online CPUs with its default CPU lists, the CPU
+    that never came up is refused by name, and nothing is counted for
+    it."""
+    run = boot(kernel, "maxcpus=2", "possible", cpus=3)
+    assert (run.out / "cpus_possible").read_text().strip() == "0-2", run.log
+    assert (run.out / "cpus_online").read_text().strip() == "0-1"
+    for name in POSSIBLE_DONE:
+        case = run.case(name)
+        assert case.rc == 0, (name, case.dmesg)
+        res = case.result
+        assert res["status"] == "done", (name, res["status"])
+        assert res["cpus_online"] == "0-1"
+        assert_clean(case.dmesg)
+        assert not any(key.startswith(("irq.2.", "handled.2", "sender.2.",
+                                       "worker.2.", "remote.2."))
+                       and value not in ("0", "0.0")
+                       for key, value in res.items()), (name, res)
+    single = run.case("possible_boot_single").result
+    assert single["sender.1.target"] == "0"
+    assert single["sender.0.target"] == "1"
+    for name in ("possible_boot_single", "possible_boot_all",
+                 "possible_boot_async"):
+        handled = result.per_cpu(run.case(name).result, "handled")
+        assert {cpu: n for cpu, n in handled.items() if n} == \
+            {0: 100, 1: 100}, (name, handled)
+    tlb = run.case("possible_boot_tlb").result
+    assert tlb["param.targets"] == "1" and tlb["flushes"] == "50", tlb
+    slab = run.case("possible_boot_slab").result
+    assert (slab["remote.0.from"], slab["remote.1.from"]) == ("1", "0")
+    assert slab["remote.0.frees"] == slab["remote.1.frees"] == "200"
+    for name, reason in POSSIBLE_REFUSED.items():
+        case = run.case(name)
+        assert case.rc != 0 and not case.has_result, name
+        assert reason in case.dmesg, (name, case.dmesg)
+        assert_clean(case.dmesg)
 
 
 REFUSED = {
