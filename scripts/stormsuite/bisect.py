@@ -553,10 +553,15 @@ def main(argv: list[str]) -> int:
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
             assert proc.stdout is not None
             # not "line": that is the endpoints' verdict, for the summary
+            out_line = "\n"
             for out_line in proc.stdout:
                 logf.write(out_line)
                 sys.stdout.write(out_line)
                 sys.stdout.flush()
+            # git ends with "bisect found first bad commit" and no newline
+            if not out_line.endswith("\n"):
+                logf.write("\n")
+                print(flush=True)
             proc.wait()
         first_bad = first_bad_commit(tree)
         (state_dir / "git-bisect.log").write_text(

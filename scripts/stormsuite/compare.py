@@ -180,7 +180,9 @@ def render(cmp: Comparison, show_all: bool = False) -> str:
             f"metrics not below {alpha:.2g}, an interval holding 0, or less "
             f"than {cmp.min_effect:g}%.",
             "Table: Amean/Hmean and CV over all runs; %: change against "
-            f"{cmp.sets[0].label} (baseline); times: lower is better, rates: "
+            f"{cmp.sets[0].label} (baseline) of the per-boot numbers, as "
+            "tested (a tail percentile's few slow runs can move the Amean "
+            "columns the other way); times: lower is better, rates: "
             "higher is better.",
             "*: a change (secondary rows: Holm over the rows shown, tested "
             "only behind a primary change); ~: not a change by rule (below "
