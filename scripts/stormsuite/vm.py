@@ -9,6 +9,7 @@ directory the guest writes, so nothing depends on QEMU's own exit code.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import functools
 import hashlib
 import json
@@ -82,8 +83,17 @@ def build_modules(kernel: kernels.Kernel, quiet: bool) -> None:
         return
     cmd = ["make", "-C", str(REPO), "--no-print-directory",
            f"KDIR={kernel.kdir}", "modules"]
-    res = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Two guests of one kernel start at once (matrix, the tests,
+    # debug-kernel): one make at a time per build/<release>, or the two
+    # write the same objects and one fails on the other's half-written
+    # dependency file.
+    lock_dir = REPO / "build"
+    lock_dir.mkdir(exist_ok=True)
+    with open(lock_dir / f".modules-{kernel.release}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
     if res.returncode != 0:
         sys.stderr.write(res.stdout)
         raise SystemExit(f"storm vm: building the modules for "
