@@ -37,9 +37,11 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="storm ab",
         description="Build a baseline and a patched kernel from one git "
-        "tree (in a scratch worktree; your checkout is left alone), run "
-        "STORM N times on each in its own guest, and print the comparison "
-        "(storm compare's table, JSON and plot).",
+        "tree (through build/kernel/src, the one source directory ab and "
+        "bisect build from, so every tree shares one compiler cache; your "
+        "checkout is left alone), boot each --boots times, two guests at "
+        "a time, run STORM in each, and print the comparison (storm "
+        "compare's verdict lines, table, JSON and plot).",
         epilog="examples: storm ab --tree ~/linux --base v6.1 --patch "
         "fix.patch --runs 5 ipistorm single=1 wait=1 numipi=2000;  storm ab "
         "--tree ~/linux --base HEAD~1 --patched HEAD ipistorm ...")
