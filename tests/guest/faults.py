@@ -33,8 +33,16 @@ SYS_DELETE_MODULE = 176
 SYS_FINIT_MODULE = 313
 DEBUGFS = pathlib.Path("/sys/kernel/debug")
 
+# No count_sent=1: its kprobes sit on ftrace, and a failed allocation
+# while unregistering one (ftrace_set_filter_ip, "Failed to disarm
+# kprobe-ftrace ... (error -12)") leaves the probe in the kernel's table
+# after its module is freed: the kernel's own limit (kernel/kprobes.c
+# WARNs and goes on), which took the next load down with a KASAN oops in
+# the first campaign (2026-11-24). count_sent's own failure paths (its
+# counters' allocation, a probe that cannot be registered) go untested
+# with it.
 CASES = [
-    ("ipistorm", "numipi=200 single=1 cpulist=0 offset=1 count_sent=1"),
+    ("ipistorm", "numipi=200 single=1 cpulist=0 offset=1"),
     ("ipistorm", "numipi=200 cpulist=0"),
     ("tlbstorm", "numflush=20 cpulist=0 targets=1"),
     ("tlbstorm", "mode=kernel numflush=20 cpulist=0"),
