@@ -43,7 +43,7 @@ def test_debug_is_not_a_bug():
 INJECTED_BLOCK = """\
 [ 5.0] FAULT_INJECTION: forcing a failure.
 [ 5.0] name failslab, interval 1, probability 0, space 0, times 1
-[ 5.1] kmem_cache_create(slabstorm-remote) failed with error -12
+[ 5.1] kmem_cache_create_usercopy(slabstorm-remote) failed with error -12
 [ 5.1] CPU: 0 PID: 91 Comm: python3 Not tainted 6.1.192-storm-debug #1
 [ 5.1] Call Trace:
 [ 5.1]  <TASK>
@@ -66,6 +66,9 @@ def test_an_injected_allocation_failure_report_is_not_a_problem():
     warned = INJECTED_BLOCK.replace(
         "[ 5.1] CPU: 0", "[ 5.1] WARNING: CPU: 0 at mm/slab.c:1\n[ 5.1] CPU: 0")
     assert dmesg.problems(warned) == ["[ 5.1] WARNING: CPU: 0 at mm/slab.c:1"]
+    # 6.12 names the function that failed otherwise
+    assert dmesg.problems(INJECTED_BLOCK.replace(
+        "kmem_cache_create_usercopy(", "__kmem_cache_create_args(")) == []
     # an injection line alone excuses nothing that is not such a report
     assert dmesg.problems("[ 5.0] FAULT_INJECTION: forcing a failure.\n"
                           "[ 5.2] Call Trace:\n") == ["[ 5.2] Call Trace:"]

@@ -13,10 +13,11 @@ PROBLEM = re.compile(r"\bBUG\b|WARNING:|Oops|Call Trace|soft lockup|"
 # line, without a stack) ...
 INJECTED = "FAULT_INJECTION: forcing a failure"
 # ... and the kernel's own reports of a failed allocation, which come with
-# a stack dump: warn_alloc(), the per-CPU allocator, kmem_cache_create().
+# a stack dump: warn_alloc(), the per-CPU allocator, kmem_cache_create()
+# (6.1 names kmem_cache_create_usercopy, 6.12 __kmem_cache_create_args).
 ALLOC_FAILURE = re.compile(r"page allocation failure|vmalloc error|"
                            r"allocation failed, size=|"
-                           r"kmem_cache_create\(.*\) failed with error")
+                           r"kmem_cache_create\w*\(.*\) failed with error")
 STACK_END = re.compile(r"</TASK>|---\[ end trace")
 
 
