@@ -66,3 +66,34 @@ def test_every_injected_allocation_failure_is_a_clean_refusal(guest):
     assert any(ld["injected"] and ld["nth"] > c["loader_calls"]
                for c in cases for ld in c["loads"])
     assert_clean((guest.out / "faults.dmesg").read_text())
+
+
+def test_failures_while_storms_run_end_them_cleanly(guest):
+    """failslab and fail_page_alloc, filtered to the storm's own threads
+    (make-it-fail) once a background storm runs, fail their 1st, 7th or
+    50th allocation from then on (tests/guest/faults.py RUN_CASES): each
+    storm still reports a status within its time, unloads, and leaves no
+    module, thread or cache; and failures reached the storms: at least
+    one storm of each module says `failed`. (A storm may also end `done`
+    with a failure injected: a MAP_POPULATE that could not populate, or
+    an allocation the kernel retries, is not an error it sees.)"""
+    runs = json.loads((guest.out / "faults-run.json").read_text())
+    assert {(r["injector"], r["module"]) for r in runs} == {
+        (i, m) for i in ("failslab", "fail_page_alloc")
+        for m in ("tlbstorm", "slabstorm")}
+    for r in runs:
+        what = f"{r['injector']} {r['module']} {r['params']} every " \
+               f"{r['interval']}"
+        assert "refused" not in r, (what, r)
+        assert r["marked"] > 0, (what, r)
+        assert r["status"] in ("done", "failed"), (what, r)
+        assert not r["left_loaded"], (what, r)
+        assert r["left_threads"] == [], (what, r)
+        assert r["left_caches"] == [], (what, r)
+        assert "unload_error" not in r, (what, r)
+        print(f"{what}: {r['marked']} threads, {r['injected']} injected, "
+              f"{r['status']} in {r['seconds']} s")
+    for module in ("tlbstorm", "slabstorm"):
+        assert any(r["module"] == module and r["injected"] and
+                   r["status"] == "failed" for r in runs), module
+    assert_clean((guest.out / "faults.dmesg").read_text())

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """faults.py --ko DIR --out FILE [--most N] - in a debug kernel's guest:
-make each allocation of a storm's load fail in turn, and record what
-became of the load.
+make each allocation of a storm's load fail in turn, then allocations of
+its threads while it runs, and record what became of the storm.
 
 The kernel's fail-nth (/proc/thread-self/fail-nth, CONFIG_FAULT_INJECTION)
 fails the Nth allocation this task makes from then on, whatever the
@@ -18,8 +18,19 @@ calls do not count).
 A load must end one of two ways: refused (finit_module fails, the module
 is not loaded) or run to a status the result states (done, failed); and
 nothing may be left behind: no module, no storm thread, no slabstorm
-cache. The host-side test (tests/test_debug_guest.py) asserts it on the
-JSON this writes, and that failures were injected at all.
+cache.
+
+The run phase: a background storm is loaded with no failure, then its
+threads (not the controller, which writes the result) are marked
+(/proc/PID/make-it-fail) and the injector, filtered to marked tasks,
+fails their Ith allocation from then on (interval I, probability 100,
+`times` failures at most): a vm_mmap or vmap of tlbstorm's flushers, a
+kmem_cache_create or an object of slabstorm's threads. The storm must end
+on its own with a status (failed where the failure reached it) and
+unload leaving nothing behind.
+
+The host-side test (tests/test_debug_guest.py) asserts it on the JSON
+this writes, and that failures were injected at all.
 """
 
 import argparse
@@ -27,7 +38,9 @@ import ctypes
 import json
 import os
 import pathlib
+import re
 import sys
+import time
 
 SYS_DELETE_MODULE = 176
 SYS_FINIT_MODULE = 313
@@ -44,11 +57,32 @@ DEBUGFS = pathlib.Path("/sys/kernel/debug")
 CASES = [
     ("ipistorm", "numipi=200 single=1 cpulist=0 offset=1"),
     ("ipistorm", "numipi=200 cpulist=0"),
+    # in the background only count_sent's registration is in the load;
+    # its probes are removed by the controller thread, which fail-nth
+    # (this thread's) does not reach
+    ("ipistorm", "numipi=200 single=1 cpulist=0 offset=1 count_sent=1 "
+     "background=1"),
     ("tlbstorm", "numflush=20 cpulist=0 targets=1"),
     ("tlbstorm", "mode=kernel numflush=20 cpulist=0"),
     ("slabstorm", "mode=remote numobj=200 cpulist=0-1"),
     ("slabstorm", "mode=create numcache=5"),
 ]
+# Storms whose threads allocate while they run, with no failure in the
+# load: failures are injected into their threads once they run.
+RUN_CASES = [
+    ("slabstorm", "mode=remote cpulist=0-1 timeout=2 background=1"),
+    ("slabstorm", "mode=create cpulist=0-1 timeout=2 background=1"),
+    ("slabstorm", "mode=shrink cpulist=0-1 fill=64 timeout=2 background=1"),
+    ("tlbstorm", "cpulist=0 targets=1 timeout=2 background=1"),
+    ("tlbstorm", "mode=kernel cpulist=0 timeout=2 background=1"),
+]
+# the Ith allocation of the storm's threads from the mark on fails
+RUN_INTERVALS = (1, 7, 50)
+RUN_TIMES = 3
+# A storm thread, not the controller (<module>/ctl)
+STORM_THREAD = re.compile(r"(ipistorm|tlbstorm|tlbstorm-w|slabstorm|"
+                          r"slabtouch)/[0-9]+")
+
 # A CPU that is not there: every storm refuses it before its allocations.
 REFUSED = "cpulist=63"
 
@@ -62,6 +96,16 @@ INJECTORS = {
 
 def write(path: pathlib.Path, value: str) -> None:
     path.write_text(value + "\n")
+
+
+def run_filter(injector: str, interval: int) -> None:
+    """Fail the interval-th allocation of the marked tasks, RUN_TIMES in
+    all (interval 0: injector off, unfiltered, as by default)."""
+    d = DEBUGFS / injector
+    write(d / "task-filter", "Y" if interval else "N")
+    write(d / "interval", str(max(interval, 1)))
+    write(d / "times", str(RUN_TIMES if interval else 1))
+    write(d / "probability", "100" if interval else "0")
 
 
 def setup(injector: str, on: bool) -> None:
@@ -123,6 +167,68 @@ def status_of(name: str) -> str:
     return "no status"
 
 
+def wait_status(name: str, params: str, most: float = 120) -> str:
+    """The status once the storm has reported: a background storm's
+    result appears when it is over."""
+    deadline = time.monotonic() + most
+    status = status_of(name)
+    while "background=1" in params and status in ("no result", "running") \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+        status = status_of(name)
+    return status
+
+
+def storm_pids() -> list[int]:
+    out = []
+    for f in pathlib.Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if STORM_THREAD.fullmatch(f.read_text().strip()):
+                out.append(int(f.parent.name))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def left_behind(name: str) -> dict:
+    return {"left_loaded": loaded(name), "left_threads": storm_threads(),
+            "left_caches": slab_caches()}
+
+
+def run_phase(libc, ko: str, name: str, params: str, injector: str,
+              interval: int) -> dict:
+    """A background storm whose threads' allocations fail as it runs."""
+    fd = os.open(ko, os.O_RDONLY)
+    try:
+        t0 = time.monotonic()
+        rc = libc.syscall(SYS_FINIT_MODULE, fd, params.encode(), 0)
+        err = ctypes.get_errno()
+    finally:
+        os.close(fd)
+    out = {"interval": interval}
+    if rc:
+        out["refused"] = os.strerror(err)
+        out.update(left_behind(name))
+        return out
+    pids = storm_pids()
+    for pid in pids:
+        try:
+            write(pathlib.Path(f"/proc/{pid}/make-it-fail"), "1")
+        except OSError:
+            pass
+    run_filter(injector, interval)
+    out["marked"] = len(pids)
+    out["status"] = wait_status(name, params)
+    out["seconds"] = round(time.monotonic() - t0, 1)
+    out["injected"] = RUN_TIMES - int(
+        (DEBUGFS / injector / "times").read_text())
+    run_filter(injector, 0)
+    if libc.syscall(SYS_DELETE_MODULE, name.encode(), os.O_NONBLOCK):
+        out["unload_error"] = os.strerror(ctypes.get_errno())
+    out.update(left_behind(name))
+    return out
+
+
 def load(libc, fail: FailNth, ko: str, name: str, params: str,
          nth: int) -> dict:
     """One load with the Nth allocation failing (0: none); unloaded
@@ -140,14 +246,12 @@ def load(libc, fail: FailNth, ko: str, name: str, params: str,
     out = {"nth": nth, "injected": nth > 0 and left == 0,
            "calls": nth - left if nth and left else None}
     if rc == 0:
-        out["status"] = status_of(name)
+        out["status"] = wait_status(name, params)
         if libc.syscall(SYS_DELETE_MODULE, name.encode(), os.O_NONBLOCK):
             out["unload_error"] = os.strerror(ctypes.get_errno())
     else:
         out["refused"] = os.strerror(err)
-    out["left_loaded"] = loaded(name)
-    out["left_threads"] = storm_threads()
-    out["left_caches"] = slab_caches()
+    out.update(left_behind(name))
     return out
 
 
@@ -202,9 +306,26 @@ def main() -> int:
                   f"{sum(ld['injected'] for ld in got['loads'])} injected: "
                   + ", ".join(f"{o} x{outcomes.count(o)}"
                               for o in sorted(set(outcomes))))
+    runs = []
+    for injector in INJECTORS:
+        for other in INJECTORS:
+            setup(other, other == injector)
+        for name, params in RUN_CASES:
+            ko = os.path.join(args.ko, f"{name}.ko")
+            for interval in RUN_INTERVALS:
+                got = run_phase(libc, ko, name, params, injector, interval)
+                got.update(injector=injector, module=name, params=params)
+                runs.append(got)
+                print(f"{injector} {name} {params} (run phase, every "
+                      f"{interval}): {got.get('marked', 0)} threads marked, "
+                      f"{got.get('injected', 0)} injected: "
+                      f"{got.get('status') or got.get('refused')} in "
+                      f"{got.get('seconds')} s")
     for injector in INJECTORS:
         setup(injector, False)
     pathlib.Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    pathlib.Path(args.out).with_name("faults-run.json").write_text(
+        json.dumps(runs, indent=1) + "\n")
     return 0
 
 
