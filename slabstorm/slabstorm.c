@@ -190,10 +190,20 @@ static unsigned long rcu_cookie;	/* rcu: taken before the last destroy */
 static bool rcu_gp_done;		/* a grace period has passed since */
 static bool failed;
 
-/* A touch round: the main thread asks every helper, waits for the last. */
+/*
+ * A touch round. Waking a sleeping helper sends its CPU a reschedule IPI,
+ * and a helper waking the main thread at the end would send one to the
+ * main CPU: IPIs of the harness, not of the touch. So the main thread
+ * wakes the helpers first and waits until every one is up, spinning at
+ * the round's barrier; only then does it take the touch's snapshot and
+ * release them, and it polls for the last one to finish instead of
+ * sleeping. The main CPU's share of the touch it does itself, in line.
+ */
 static struct kmem_cache *touch_cache;
-static atomic_t touch_pending;
-static struct completion touch_done;
+static int touch_helpers;		/* cpulist less the main CPU */
+static atomic_t touch_awake;		/* helpers at the barrier */
+static atomic_t touch_pending;		/* helpers still touching */
+static bool touch_released;
 static int touch_error;
 
 /* A constructor makes the cache unmergeable: each create is a real one. */
@@ -271,6 +281,16 @@ static int slabstorm_touch_here(struct slabstorm_cpu *c, struct kmem_cache *s)
 	return ret;
 }
 
+/*
+ * cond_resched() lets in a task that shares the CPU; cpu_relax() (PAUSE)
+ * also hands the host thread to the next vCPU under TCG.
+ */
+static void slabstorm_touch_spin(void)
+{
+	cond_resched();
+	cpu_relax();
+}
+
 static int slabstorm_touch_fn(void *arg)
 {
 	struct slabstorm_cpu *c = arg;
@@ -282,29 +302,54 @@ static int slabstorm_touch_fn(void *arg)
 			continue;
 		if (READ_ONCE(c->quit))
 			break;
+		atomic_inc(&touch_awake);
+		/* pairs with the release in slabstorm_touch() */
+		while (!smp_load_acquire(&touch_released))
+			slabstorm_touch_spin();
 		ret = slabstorm_touch_here(c, touch_cache);
 		if (ret)
 			WRITE_ONCE(touch_error, ret);
-		if (atomic_dec_and_test(&touch_pending))
-			complete(&touch_done);
+		/* the error and the objects before the count, for the poller */
+		smp_mb__before_atomic();
+		atomic_dec(&touch_pending);
 	}
 	storm_thread_park();
 	return 0;
 }
 
-/* Main side: every CPU of cpulist touches @s; returns when all have. */
+/*
+ * Main side: every CPU of cpulist touches @s. The round's phase (touch)
+ * starts at the release, after the wakeups, and ends when this returns.
+ */
 static int slabstorm_touch(struct kmem_cache *s)
 {
-	int c;
+	struct slabstorm_cpu *here = per_cpu_ptr(pcpus, home);
+	bool touch_home = cpumask_test_cpu(home, touch_mask);
+	int c, ret = 0;
+	u64 t0;
 
 	touch_cache = s;
 	WRITE_ONCE(touch_error, 0);
-	reinit_completion(&touch_done);
-	atomic_set(&touch_pending, cpumask_weight(touch_mask));
+	WRITE_ONCE(touch_released, false);
+	atomic_set(&touch_awake, 0);
+	atomic_set(&touch_pending, touch_helpers);
 	for_each_cpu(c, touch_mask)
-		complete(&per_cpu_ptr(pcpus, c)->go);
-	wait_for_completion(&touch_done);
-	return READ_ONCE(touch_error);
+		if (c != home)
+			complete(&per_cpu_ptr(pcpus, c)->go);
+	while (atomic_read(&touch_awake) < touch_helpers)
+		slabstorm_touch_spin();
+
+	/* the wakeups are nobody's: the touch is counted from here */
+	slabstorm_phase_start();
+	t0 = slabstorm_clock();
+	/* the cache and the cleared error before the release */
+	smp_store_release(&touch_released, true);
+	if (touch_home)
+		ret = slabstorm_touch_here(here, s);
+	while (atomic_read_acquire(&touch_pending))
+		slabstorm_touch_spin();
+	slabstorm_phase_end(PH_TOUCH, t0);
+	return ret ?: READ_ONCE(touch_error);
 }
 
 /* create/rcu: one cache from create to destroy. */
@@ -324,9 +369,8 @@ static int slabstorm_one_cache(void)
 		return -ENOMEM;
 
 	if (!cpumask_empty(touch_mask)) {
-		t0 = slabstorm_clock();
 		ret = slabstorm_touch(s);
-		slabstorm_phase_end(PH_TOUCH, t0);
+		/* the shrink is counted from the end of the touch */
 	}
 	if (shrink && !ret) {
 		t0 = slabstorm_clock();
@@ -348,10 +392,7 @@ static int slabstorm_shrink_round(void)
 	int ret;
 	u64 t0;
 
-	slabstorm_phase_start();
-	t0 = slabstorm_clock();
 	ret = slabstorm_touch(fixed_cache);
-	slabstorm_phase_end(PH_TOUCH, t0);
 	t0 = slabstorm_clock();
 	kmem_cache_shrink(fixed_cache);
 	slabstorm_phase_end(PH_SHRINK, t0);
@@ -963,6 +1004,9 @@ static int slabstorm_create_threads(void)
 			w->objs = kcalloc(fill, sizeof(void *), GFP_KERNEL);
 			if (!w->objs)
 				return -ENOMEM;
+			/* the main thread touches its own CPU */
+			if (c == home)
+				continue;
 			w->task = storm_thread_create(slabstorm_touch_fn, w, c,
 						      "slabtouch");
 		}
@@ -973,6 +1017,8 @@ static int slabstorm_create_threads(void)
 			       c, ret);
 			return ret;
 		}
+		if (smode != SLABSTORM_REMOTE)
+			touch_helpers++;
 	}
 	if (smode == SLABSTORM_REMOTE)
 		return 0;
@@ -1070,7 +1116,6 @@ static int __init slabstorm_init(void)
 			goto err_free;
 		storm_hist_init(&phases[p].hist);
 	}
-	init_completion(&touch_done);
 	ret = storm_hotplug_watch(&ctl);
 	if (ret)
 		goto err_free;
@@ -1093,7 +1138,8 @@ static int __init slabstorm_init(void)
 		goto err_stop;
 
 	for_each_cpu(c, touch_mask)
-		wake_up_process(per_cpu_ptr(pcpus, c)->task);
+		if (per_cpu_ptr(pcpus, c)->task)
+			wake_up_process(per_cpu_ptr(pcpus, c)->task);
 	if (main_task)
 		wake_up_process(main_task);
 
