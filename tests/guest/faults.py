@@ -70,11 +70,11 @@ CASES = [
 # Storms whose threads allocate while they run, with no failure in the
 # load: failures are injected into their threads once they run.
 RUN_CASES = [
-    ("slabstorm", "mode=remote cpulist=0-1 timeout=2 background=1"),
-    ("slabstorm", "mode=create cpulist=0-1 timeout=2 background=1"),
-    ("slabstorm", "mode=shrink cpulist=0-1 fill=64 timeout=2 background=1"),
-    ("tlbstorm", "cpulist=0 targets=1 timeout=2 background=1"),
-    ("tlbstorm", "mode=kernel cpulist=0 timeout=2 background=1"),
+    ("slabstorm", "mode=remote cpulist=0-1 timeout=5 background=1"),
+    ("slabstorm", "mode=create cpulist=0-1 timeout=5 background=1"),
+    ("slabstorm", "mode=shrink cpulist=0-1 fill=64 timeout=5 background=1"),
+    ("tlbstorm", "cpulist=0 targets=1 timeout=5 background=1"),
+    ("tlbstorm", "mode=kernel cpulist=0 timeout=5 background=1"),
 ]
 # the Ith allocation of the storm's threads from the mark on fails
 RUN_INTERVALS = (1, 7, 50)
@@ -100,12 +100,18 @@ def write(path: pathlib.Path, value: str) -> None:
 
 def run_filter(injector: str, interval: int) -> None:
     """Fail the interval-th allocation of the marked tasks, RUN_TIMES in
-    all (interval 0: injector off, unfiltered, as by default)."""
+    all (interval 0: injector off, unfiltered, as by default). The filter
+    goes on before the probability and off after it: with probability
+    100 and no filter, every allocation in the guest would fail, this
+    process's writes here first."""
     d = DEBUGFS / injector
+    if not interval:
+        write(d / "probability", "0")
     write(d / "task-filter", "Y" if interval else "N")
     write(d / "interval", str(max(interval, 1)))
     write(d / "times", str(RUN_TIMES if interval else 1))
-    write(d / "probability", "100" if interval else "0")
+    if interval:
+        write(d / "probability", "100")
 
 
 def setup(injector: str, on: bool) -> None:
@@ -197,7 +203,11 @@ def left_behind(name: str) -> dict:
 
 def run_phase(libc, ko: str, name: str, params: str, injector: str,
               interval: int) -> dict:
-    """A background storm whose threads' allocations fail as it runs."""
+    """A background storm whose threads' allocations fail as it runs.
+    The injector is armed before the load: nothing is marked yet, so
+    nothing fails until the threads are (kthreads inherit kthreadd's
+    make-it-fail, 0), and then at once."""
+    run_filter(injector, interval)
     fd = os.open(ko, os.O_RDONLY)
     try:
         t0 = time.monotonic()
@@ -207,6 +217,7 @@ def run_phase(libc, ko: str, name: str, params: str, injector: str,
         os.close(fd)
     out = {"interval": interval}
     if rc:
+        run_filter(injector, 0)
         out["refused"] = os.strerror(err)
         out.update(left_behind(name))
         return out
@@ -216,7 +227,6 @@ def run_phase(libc, ko: str, name: str, params: str, injector: str,
             write(pathlib.Path(f"/proc/{pid}/make-it-fail"), "1")
         except OSError:
             pass
-    run_filter(injector, interval)
     out["marked"] = len(pids)
     out["status"] = wait_status(name, params)
     out["seconds"] = round(time.monotonic() - t0, 1)
@@ -282,6 +292,9 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--most", type=int, default=12,
                    help="loads per case and injector at most")
+    p.add_argument("--phase", choices=("load", "run", "both"),
+                   default="both", help="the load campaign, the run "
+                   "phase, or both (default)")
     args = p.parse_args()
     if not (DEBUGFS / "failslab").is_dir() or \
             not pathlib.Path("/proc/thread-self/fail-nth").exists():
@@ -290,7 +303,7 @@ def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     fail = FailNth()
     results = []
-    for injector in INJECTORS:
+    for injector in INJECTORS if args.phase != "run" else ():
         for other in INJECTORS:
             setup(other, other == injector)
         for name, params in CASES:
@@ -306,8 +319,11 @@ def main() -> int:
                   f"{sum(ld['injected'] for ld in got['loads'])} injected: "
                   + ", ".join(f"{o} x{outcomes.count(o)}"
                               for o in sorted(set(outcomes))))
+    if args.phase != "run":
+        pathlib.Path(args.out).write_text(json.dumps(results, indent=1) +
+                                          "\n")
     runs = []
-    for injector in INJECTORS:
+    for injector in INJECTORS if args.phase != "load" else ():
         for other in INJECTORS:
             setup(other, other == injector)
         for name, params in RUN_CASES:
@@ -323,9 +339,9 @@ def main() -> int:
                       f"{got.get('seconds')} s")
     for injector in INJECTORS:
         setup(injector, False)
-    pathlib.Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
-    pathlib.Path(args.out).with_name("faults-run.json").write_text(
-        json.dumps(runs, indent=1) + "\n")
+    if args.phase != "load":
+        pathlib.Path(args.out).with_name("faults-run.json").write_text(
+            json.dumps(runs, indent=1) + "\n")
     return 0
 
 
