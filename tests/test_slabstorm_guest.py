@@ -10,6 +10,7 @@ the background interrupts of a guest.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -189,9 +190,14 @@ def test_touch_is_not_charged_the_harness_wakeups(guest, name):
     # two or three helpers, none on the main CPU
     assert n and res["param.cpulist"] in ("1-2", "1-3"), res
     touch = phase_ipis(res, "touch")
-    assert sum(touch.values()) < n, touch
     # the main CPU is not woken at the end of a touch
     assert touch[0] < 0.5 * n, touch
+    # A debug kernel (KFENCE, KASAN, kmemleak) sends IPIs of its own in
+    # the window, about 1.6 per touch on a helper CPU in slab_shrink
+    # (results/debug-kernel/20261124T072437Z): there only the main CPU's
+    # share tells the harness's wakeups apart.
+    if not os.environ.get("STORM_TEST_DEBUG"):
+        assert sum(touch.values()) < n, touch
     # the wakeups still happen, charged to no phase: on the run's totals
     run = {c: int(res[f"irq.{c}.CAL"]) + int(res[f"irq.{c}.RES"])
            for c in CPUS}
