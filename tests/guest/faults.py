@@ -286,6 +286,16 @@ def campaign(libc, fail: FailNth, ko: str, name: str, params: str,
     return {"calls": total, "loader_calls": loader, "loads": loads}
 
 
+def each_case(cases, ko_dir: str):
+    """(injector, module, params, .ko path) for every case under each
+    injector in turn, that injector set up and the other at rest."""
+    for injector in INJECTORS if cases else ():
+        for other in INJECTORS:
+            setup(other, other == injector)
+        for name, params in cases:
+            yield injector, name, params, os.path.join(ko_dir, f"{name}.ko")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ko", required=True)
@@ -303,40 +313,34 @@ def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     fail = FailNth()
     results = []
-    for injector in INJECTORS if args.phase != "run" else ():
-        for other in INJECTORS:
-            setup(other, other == injector)
-        for name, params in CASES:
-            ko = os.path.join(args.ko, f"{name}.ko")
-            got = campaign(libc, fail, ko, name, params, args.most)
-            got.update(injector=injector, module=name, params=params)
-            results.append(got)
-            outcomes = [ld.get("status") or ld.get("refused")
-                        for ld in got["loads"]]
-            print(f"{injector} {name} {params}: {got['calls']} calls "
-                  f"({got['loader_calls']} the loader's), "
-                  f"{len(got['loads'])} loads, "
-                  f"{sum(ld['injected'] for ld in got['loads'])} injected: "
-                  + ", ".join(f"{o} x{outcomes.count(o)}"
-                              for o in sorted(set(outcomes))))
+    for injector, name, params, ko in each_case(
+            CASES if args.phase != "run" else (), args.ko):
+        got = campaign(libc, fail, ko, name, params, args.most)
+        got.update(injector=injector, module=name, params=params)
+        results.append(got)
+        outcomes = [ld.get("status") or ld.get("refused")
+                    for ld in got["loads"]]
+        print(f"{injector} {name} {params}: {got['calls']} calls "
+              f"({got['loader_calls']} the loader's), "
+              f"{len(got['loads'])} loads, "
+              f"{sum(ld['injected'] for ld in got['loads'])} injected: "
+              + ", ".join(f"{o} x{outcomes.count(o)}"
+                          for o in sorted(set(outcomes))))
     if args.phase != "run":
         pathlib.Path(args.out).write_text(json.dumps(results, indent=1) +
                                           "\n")
     runs = []
-    for injector in INJECTORS if args.phase != "load" else ():
-        for other in INJECTORS:
-            setup(other, other == injector)
-        for name, params in RUN_CASES:
-            ko = os.path.join(args.ko, f"{name}.ko")
-            for interval in RUN_INTERVALS:
-                got = run_phase(libc, ko, name, params, injector, interval)
-                got.update(injector=injector, module=name, params=params)
-                runs.append(got)
-                print(f"{injector} {name} {params} (run phase, every "
-                      f"{interval}): {got.get('marked', 0)} threads marked, "
-                      f"{got.get('injected', 0)} injected: "
-                      f"{got.get('status') or got.get('refused')} in "
-                      f"{got.get('seconds')} s")
+    for injector, name, params, ko in each_case(
+            RUN_CASES if args.phase != "load" else (), args.ko):
+        for interval in RUN_INTERVALS:
+            got = run_phase(libc, ko, name, params, injector, interval)
+            got.update(injector=injector, module=name, params=params)
+            runs.append(got)
+            print(f"{injector} {name} {params} (run phase, every "
+                  f"{interval}): {got.get('marked', 0)} threads marked, "
+                  f"{got.get('injected', 0)} injected: "
+                  f"{got.get('status') or got.get('refused')} in "
+                  f"{got.get('seconds')} s")
     for injector in INJECTORS:
         setup(injector, False)
     if args.phase != "load":
