@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from conftest import assert_clean
+from stormsuite import kmemleak
 
 MODULES = ("ipistorm", "tlbstorm", "slabstorm")
 
@@ -19,17 +20,25 @@ def test_whole_boot_is_clean(guest):
     whole boot: no KASAN report, lockdep splat, sleeping in atomic
     context, debug-objects or list corruption report."""
     assert (guest.out / "complete").is_file(), guest.log[-3000:]
-    assert "KASAN" not in guest.dmesg and "kfence" not in guest.dmesg.lower()
+    # their reports; "kfence: initialized" is in every boot
+    assert "BUG: KASAN" not in guest.dmesg
+    assert "BUG: KFENCE" not in guest.dmesg
     assert "possible circular locking" not in guest.dmesg
     assert_clean(guest.dmesg)
 
 
 def test_no_leaks_after_every_storm(guest):
     """kmemleak, scanned after every check script ran, holds nothing that
-    leaked while they did (run-all.sh clears what the boot left)."""
+    leaked while they did (run-all.sh clears what the boot left), but for
+    6.1's own leak of a slab cache's name when its sysfs entry fails,
+    which fault injection into kmem_cache_create() brings out."""
     leaks = guest.out / "kmemleak"
     assert leaks.is_file(), "this kernel has no kmemleak"
-    assert leaks.read_text().strip() == "", leaks.read_text()[:4000]
+    report = leaks.read_text()
+    excused = len(kmemleak.parse(report)) - len(kmemleak.storms_leaks(report))
+    print(f"kmemleak: {len(kmemleak.parse(report))} objects, {excused} of "
+          f"them the kernel's sysfs_slab_add() name leak")
+    assert kmemleak.storms_leaks(report) == [], report[:4000]
 
 
 def test_every_injected_allocation_failure_is_a_clean_refusal(guest):
@@ -47,7 +56,10 @@ def test_every_injected_allocation_failure_is_a_clean_refusal(guest):
         (i, m) for i in ("failslab", "fail_page_alloc") for m in MODULES}
     for c in cases:
         what = f"{c['injector']} {c['module']} {c['params']}"
-        assert c["calls"] > c["loader_calls"] > 0, (what, c)
+        assert c["loader_calls"] > 0, (what, c)
+        # exact for failslab; fail_page_alloc's count moves (faults.py)
+        if c["injector"] == "failslab":
+            assert c["calls"] > c["loader_calls"], (what, c)
         injected = [ld for ld in c["loads"] if ld["injected"]]
         assert injected, (what, c["loads"])
         for ld in c["loads"]:

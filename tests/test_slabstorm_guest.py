@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 
 import pytest
 
@@ -139,6 +140,25 @@ def test_every_op_runs_every_phase(guest, name):
     assert count(res, "shrink") == (ops if res["param.shrink"] == "1" else 0)
 
 
+def assert_creating_interrupts_no_other_cpu(res: dict) -> None:
+    """Creating caches on CPU 0 interrupts no other CPU: fewer than one
+    IPI in two creations in all (one to each of the three others per
+    creation would be 3000 milli)."""
+    if os.environ.get("STORM_TEST_DEBUG"):
+        # SLUB_DEBUG_ON keeps caches from merging, so every creation is a
+        # new cache with its sysfs and debugfs entries, and the debug
+        # kernel wakes some thread of its own on one CPU for most of
+        # them (0.5 to 0.8 CAL per creation, on CPU 1 in one run, CPU 2
+        # in another): the CPUs that creating a cache would interrupt
+        # are told apart from that one by the median.
+        create = phase_ipis(res, "create")
+        n = int(res["phase.create.count"])
+        assert statistics.median(create[c] for c in (1, 2, 3)) < n / 2, \
+            create
+    else:
+        assert milli(res, "create") < 500, res["phase.create.ipis_per_op"]
+
+
 def test_untouched_caches_cost_almost_no_ipis(guest):
     """Seed 002: creating a cache must not interrupt the other CPUs. One
     IPI to each of them per creation would be 3000 milli here."""
@@ -148,7 +168,7 @@ def test_untouched_caches_cost_almost_no_ipis(guest):
     assert int(res["caches"]) == 1000
     assert count(res, "touch") == 0
     assert not [k for k in res if k.startswith("touch.")]
-    assert milli(res, "create") < 500, res["phase.create.ipis_per_op"]
+    assert_creating_interrupts_no_other_cpu(res)
     # nothing to flush: no cpu slab anywhere
     assert milli(res, "destroy") < 500, res["phase.destroy.ipis_per_op"]
 
@@ -167,13 +187,18 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     # CPU 3 never held a slab of these caches. On 6.12 every destroy also
     # waits in kvfree_rcu_barrier(), which costs every CPU some IPIs (about
     # n/2 each here), so compare what the touching CPUs get on top of that.
-    for cpu in (1, 2):
-        assert destroy[cpu] - destroy[3] >= 0.4 * n, destroy
+    # Under generic KASAN (the debug kernel), destroying a cache whose
+    # freed objects sit in KASAN's quarantine is itself an IPI to every
+    # CPU (kasan_cache_shutdown -> kasan_quarantine_remove_cache ->
+    # on_each_cpu, mm/kasan/quarantine.c): there CPU 3 is no baseline.
+    if not os.environ.get("STORM_TEST_DEBUG"):
+        for cpu in (1, 2):
+            assert destroy[cpu] - destroy[3] >= 0.4 * n, destroy
     assert milli(res, "destroy") >= 2 * PER_OP * 1000
     untouched = ok(guest.case("slab_untouched"))
     assert milli(res, "destroy") > 4 * milli(untouched, "destroy")
     # creating does not depend on what happened to the previous cache
-    assert milli(res, "create") < 500
+    assert_creating_interrupts_no_other_cpu(res)
 
 
 @pytest.mark.parametrize("name", ["slab_touched", "slab_shrink"])

@@ -276,8 +276,11 @@ def campaign(libc, fail: FailNth, ko: str, name: str, params: str,
              most: int) -> dict:
     total = count_calls(libc, fail, ko, name, params)
     loader = count_calls(libc, fail, ko, name, f"{params} {REFUSED}")
-    first = max(1, loader - 2)
-    span = list(range(first, total + 1))
+    # failslab's counts repeat exactly; fail_page_alloc's move from load
+    # to load by as much as the module's own share (the loader's count
+    # came out above the whole load's once): past the larger, either way.
+    first = max(1, min(loader, total) - 2)
+    span = list(range(first, max(total, loader + 2) + 1))
     if len(span) > most:
         step = len(span) / most
         span = sorted({span[int(i * step)] for i in range(most)} |
