@@ -71,7 +71,8 @@ def boot(kernel: str, append: str = "") -> DriverBoot:
     return DriverBoot(kernel, append, run.out / "drivers", run.rc, run.log)
 
 
-@pytest.fixture(params=["6.1", "6.12"], scope="module")
+# the kernels under test: a debug kernel's boot under tests/e2e/debug-kernel
+@pytest.fixture(params=conftest.KERNELS, scope="module")
 def full(request) -> DriverBoot:
     return boot(request.param)
 
