@@ -3,7 +3,7 @@
 # tests/test_safety_guest.py. Expects 4 online CPUs; leaves them online.
 #
 #  - rmmod the instant a background insmod returns, before the storm's
-#    controller thread has run (the window is opened on purpose, below)
+#    controller thread has run (tests/guest/rmmod-races.sh)
 #  - CPU hotplug in the middle of every storm kind
 #  - a fixed-count storm bounded by timeout=
 #  - more possible than online CPUs: single=1 with the default cpulist
@@ -11,59 +11,10 @@
 #  - random parameter sets and endings (tests/guest/fuzz.py)
 . tests/guest/lib.sh
 
-cpu_set() {
-	echo "$2" >"/sys/devices/system/cpu/cpu$1/online"
-}
-
-storm_threads() {
-	# every thread of the three storms, by name (kthreads have no cmdline)
-	for f in /proc/[0-9]*/comm; do
-		read -r comm <"$f" 2>/dev/null || continue
-		case $comm in
-		ipistorm* | tlbstorm* | slabstorm* | slabtouch*) echo "$comm" ;;
-		esac
-	done
-}
-
 # ---------------------------------------------------------------------
-# rmmod right after `insmod background=1`, many times per module.
-#
-# The window: the controller kthread must not have run when rmmod comes.
-# rmmod-race.py loads and unloads from one process with no exec between,
-# SCHED_FIFO on CPU 0, with only CPUs 0 and 1 online: the controller is
-# woken on the other CPU, which single-threaded TCG runs only after CPU 0
-# gives up its turn. How often the module goes before its controller ever
-# ran depends on the kernel, the storm and the host (ipistorm: 21 to 26
-# of 40 rounds on 6.1 over six CI runs, 1 to 4 of 40 on 6.12, 3 of 307
-# on 6.12 alone on the host; about 70 ms a round), so the
-# loop runs ROUNDS rounds and then on until EARLY of them hit the window,
-# MAX rounds at most; dmesg then says "unloaded before the storm could
-# report" at least EARLY times. Before storm_module_exit() stopped the workers
-# itself, each such round left them running in the freed module.
-ROUNDS=${ROUNDS:-40} EARLY=${EARLY:-2} MAX=${MAX:-1000}
-race_loop() {
-	module=$1
-	shift
-	dir=$(case_dir "race_$module")
-	printf '%s\n' "$*" >"$dir/params"
-	mark=$(dmesg_mark)
-	chrt -f 10 taskset -c 0 python3 tests/guest/rmmod-race.py \
-		"$KO/$module.ko" "$module" "$ROUNDS" "$EARLY" "$MAX" "$@" \
-		>"$dir/out" 2>"$dir/stderr"
-	echo $? >"$dir/rc"
-	grep -c "^$module " /proc/modules >"$dir/loaded_after"
-	storm_threads >"$dir/threads_after"
-	dmesg_since "$mark" >"$dir/dmesg"
-	echo "race $module: $(cat "$dir/out"), $(grep -c 'unloaded before' "$dir/dmesg") before the report"
-}
-
-cpu_set 2 0
-cpu_set 3 0
-race_loop ipistorm timeout=60 single=1 cpulist=0 offset=1
-race_loop tlbstorm timeout=60 cpulist=0 targets=1
-race_loop slabstorm mode=remote timeout=60 cpulist=0-1
-cpu_set 2 1
-cpu_set 3 1
+# rmmod right after `insmod background=1`, many times per module
+# (tests/guest/rmmod-races.sh says how the window is opened).
+sh tests/guest/rmmod-races.sh
 
 # ---------------------------------------------------------------------
 # CPU hotplug mid-storm: a timed storm (timeout=8) in the foreground; at

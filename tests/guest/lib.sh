@@ -12,6 +12,7 @@
 #   storm_background_case NAME MODULE [PARAM...]    background=1, rmmod mid-storm
 #   case_dir NAME                                   make and print $OUT/NAME
 #   dmesg_mark / dmesg_since MARK                   the kernel log added since
+#   cpu_set CPU 0|1 / storm_threads                 hotplug; the storms' threads
 #
 # If STORM_HOOK names a function, it is called as `$STORM_HOOK before DIR`
 # and `$STORM_HOOK after DIR` around every case (e.g. to list the caches).
@@ -58,6 +59,21 @@ unload() {
 
 seconds_since() {
 	echo $(($(date +%s) - $1))
+}
+
+# cpu_set CPU 0|1: take a CPU offline or bring it online
+cpu_set() {
+	echo "$2" >"/sys/devices/system/cpu/cpu$1/online"
+}
+
+storm_threads() {
+	# every thread of the three storms, by name (kthreads have no cmdline)
+	for f in /proc/[0-9]*/comm; do
+		read -r comm <"$f" 2>/dev/null || continue
+		case $comm in
+		ipistorm* | tlbstorm* | slabstorm* | slabtouch*) echo "$comm" ;;
+		esac
+	done
 }
 
 # storm_case NAME MODULE [PARAM=VALUE...]
