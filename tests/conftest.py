@@ -86,6 +86,7 @@ class GuestRun:
     out: pathlib.Path
     rc: int
     log: str
+    commit: str     # the suite's HEAD when the guest started
 
     def case(self, name: str) -> Case:
         d = self.out / name
@@ -121,11 +122,16 @@ def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
     if group == "numa":
         cmd += ["--numa", str(NUMA_NODES)]
     cmd += ["--", "sh", "tests/guest/run-all.sh", str(out), group]
+    # what storm vm records as the suite's commit, read as it starts:
+    # a commit made during a long run (a debug kernel's) is not the boot's
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=GUEST_TIMEOUT + 120)
     (out / "vm.log").write_text(proc.stdout)
-    return GuestRun(kernel, append, out, proc.returncode, proc.stdout)
+    return GuestRun(kernel, append, out, proc.returncode, proc.stdout,
+                    commit)
 
 
 def start_boot(kernel: str, append: str = "", group: str = "full",
