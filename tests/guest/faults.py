@@ -186,6 +186,16 @@ def wait_status(name: str, params: str, most: float = 120) -> str:
     return status
 
 
+def all_comms() -> list[str]:
+    out = []
+    for f in pathlib.Path("/proc").glob("[0-9]*/comm"):
+        try:
+            out.append(f.read_text().strip())
+        except OSError as e:
+            out.append(f"{f.parent.name}: {e}")
+    return out
+
+
 def storm_pids() -> list[int]:
     out = []
     for f in pathlib.Path("/proc").glob("[0-9]*/comm"):
@@ -222,7 +232,16 @@ def run_phase(libc, ko: str, name: str, params: str, injector: str,
         out["refused"] = os.strerror(err)
         out.update(left_behind(name))
         return out
-    pids = storm_pids()
+    # The threads exist once the load returns (created in init), yet on a
+    # slow debug guest (2026-11-25) 4 of 30 scans found none: look again
+    # for up to 3 s, and keep what was seen for the next look at why.
+    pids, scans = storm_pids(), 1
+    while not pids and scans < 30:
+        time.sleep(0.1)
+        pids, scans = storm_pids(), scans + 1
+    out["scans"] = scans
+    if not pids:
+        out["comms"] = sorted(set(all_comms()))
     for pid in pids:
         try:
             write(pathlib.Path(f"/proc/{pid}/make-it-fail"), "1")
