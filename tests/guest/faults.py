@@ -145,17 +145,22 @@ def loaded(name: str) -> bool:
                pathlib.Path("/proc/modules").read_text().splitlines())
 
 
-def storm_threads() -> list[str]:
-    out = []
+def task_comms() -> dict[int, str]:
+    """Every task's name by PID (kthreads have no cmdline); tasks that
+    went while being read are left out."""
+    out = {}
     for f in pathlib.Path("/proc").glob("[0-9]*/comm"):
         try:
-            comm = f.read_text().strip()
-        except OSError:
+            out[int(f.parent.name)] = f.read_text().strip()
+        except (OSError, ValueError):
             continue
-        if comm.startswith(("ipistorm", "tlbstorm", "slabstorm",
-                            "slabtouch")):
-            out.append(comm)
     return out
+
+
+def storm_threads() -> list[str]:
+    return [c for c in task_comms().values()
+            if c.startswith(("ipistorm", "tlbstorm", "slabstorm",
+                             "slabtouch"))]
 
 
 def slab_caches() -> list[str]:
@@ -186,25 +191,9 @@ def wait_status(name: str, params: str, most: float = 120) -> str:
     return status
 
 
-def all_comms() -> list[str]:
-    out = []
-    for f in pathlib.Path("/proc").glob("[0-9]*/comm"):
-        try:
-            out.append(f.read_text().strip())
-        except OSError as e:
-            out.append(f"{f.parent.name}: {e}")
-    return out
-
-
 def storm_pids() -> list[int]:
-    out = []
-    for f in pathlib.Path("/proc").glob("[0-9]*/comm"):
-        try:
-            if STORM_THREAD.fullmatch(f.read_text().strip()):
-                out.append(int(f.parent.name))
-        except (OSError, ValueError):
-            continue
-    return out
+    return [pid for pid, c in task_comms().items()
+            if STORM_THREAD.fullmatch(c)]
 
 
 def left_behind(name: str) -> dict:
@@ -241,7 +230,7 @@ def run_phase(libc, ko: str, name: str, params: str, injector: str,
         pids, scans = storm_pids(), scans + 1
     out["scans"] = scans
     if not pids:
-        out["comms"] = sorted(set(all_comms()))
+        out["comms"] = sorted(set(task_comms().values()))
     for pid in pids:
         try:
             write(pathlib.Path(f"/proc/{pid}/make-it-fail"), "1")
