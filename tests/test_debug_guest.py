@@ -104,7 +104,8 @@ def test_failures_while_storms_run_end_them_cleanly(guest):
         assert r["left_caches"] == [], (what, r)
         assert "unload_error" not in r, (what, r)
         print(f"{what}: {r['marked']} threads, {r['injected']} injected, "
-              f"{r['status']} in {r['seconds']} s")
+              f"{r['status']} in {r['seconds']} s, "
+              f"{len(r.get('missed', []))} runs that the marking missed")
     for module in ("tlbstorm", "slabstorm"):
         assert any(r["module"] == module and r["injected"] and
                    r["status"] == "failed" for r in runs), module
