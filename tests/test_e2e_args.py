@@ -1,0 +1,41 @@
+"""The long-run commands under tests/e2e/: each says what it does with
+--help, and those that take counts refuse a bad one before booting a
+guest or writing under results/ (their guest runs are the long runs
+themselves, recorded in results/)."""
+
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+E2E = sorted(p for p in (REPO / "tests" / "e2e").iterdir() if p.is_file())
+
+
+def run(script, *args):
+    return subprocess.run([str(script), *args], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("script", E2E, ids=[p.name for p in E2E])
+def test_help_names_the_command(script):
+    res = run(script, "--help")
+    assert res.returncode == 0, res.stderr
+    assert script.name in res.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize("script,args", [
+    ("rmmod-race", ["--rounds", "many"]),
+    ("rmmod-race", ["--rounds", ""]),
+    ("rmmod-race", ["--bogus"]),
+    ("fuzz-storms", ["--loads", "-5"]),
+    ("fuzz-storms", ["--seed", "x1"]),
+    ("fuzz-storms", ["--bogus"]),
+])
+def test_bad_arguments_are_refused_before_anything_runs(script, args):
+    results = sorted((REPO / "results").rglob("*"))
+    res = run(REPO / "tests" / "e2e" / script, *args)
+    assert res.returncode == 2
+    assert res.stderr.startswith(f"{script}: "), res.stderr
+    assert len(res.stderr.splitlines()) == 1, res.stderr
+    assert sorted((REPO / "results").rglob("*")) == results
