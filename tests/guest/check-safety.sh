@@ -19,9 +19,9 @@ sh tests/guest/rmmod-races.sh
 # ---------------------------------------------------------------------
 # CPU hotplug mid-storm: a timed storm (timeout=8) in the foreground; 1 s
 # after its threads start CPU $cpu goes offline (or online, for "on"), at
-# 2 s back. The storm
-# must stop at the first event, insmod must return long before the 8 s,
-# and the result must say hotplug.
+# 2 s back. The storm must stop at the first event, insmod must return
+# long before the 8 s, and the result must say hotplug.
+
 # Wait for the storm of the insmod running as $1 to have threads, or for
 # that insmod to have ended (refused, or a storm over already).
 storm_started() {
