@@ -1,11 +1,16 @@
 #!/bin/sh
-# run-all.sh OUT GROUP - in the guest: every check script of GROUP, one boot.
+# run-all.sh OUT GROUP [NAME...] - in the guest: every check script of
+# GROUP, one boot.
 #
 # GROUP "full" runs every tests/guest/check-*.sh; any other group runs only
 # the scripts that declare it in a "# groups:" line (e.g. "idle" for the
-# idle=poll boot). The host-side tests then read $OUT.
-OUT=${1:?usage: run-all.sh OUT GROUP}
+# idle=poll boot). NAMEs, if given, keep only those check-NAME.sh (a full
+# boot split over two guests, tests/conftest.py). The host-side tests then
+# read $OUT.
+OUT=${1:?usage: run-all.sh OUT GROUP [NAME...]}
 group=${2:-full}
+shift $(($# < 2 ? $# : 2))
+only=" $* "
 export OUT
 dir=$(dirname "$0")
 mkdir -p "$OUT"
@@ -24,6 +29,11 @@ for check in "$dir"/check-*.sh; do
 		! grep -q "^# groups:.*\b$group\b" "$check"; then
 		continue
 	fi
+	name=${check##*/check-}
+	case $only in
+	"  " | *" ${name%.sh} "*) ;;
+	*) continue ;;
+	esac
 	echo "== $(basename "$check") ($group)"
 	GROUP=$group sh "$check" || echo "check script $check exited $?"
 done
