@@ -64,10 +64,11 @@ def test_hotplug_mid_storm_stops_it_and_says_so(guest, name):
     moved = [k for k, v in res.items() if k.endswith(".moved") and v == "1"]
     assert events >= 1 or moved, res
     assert "End of test: FAILURE (hotplug)" in case.dmesg
-    # stopped at the event (1 s in), not at timeout=60: half of it leaves
-    # room for a CPU going down slowly on a KASAN guest (seconds each)
-    assert int(res["runtime_ns"]) < 30 * 10**9, res["runtime_ns"]
-    assert int(case.file("seconds")) < 30, case.file("seconds")
+    # stopped at the event (1 s in), not at timeout=120: half of it
+    # leaves room for CPUs going down slowly (seconds each on a KASAN
+    # guest sharing a host core with another)
+    assert int(res["runtime_ns"]) < 60 * 10**9, res["runtime_ns"]
+    assert int(case.file("seconds")) < 60, case.file("seconds")
     assert case.file("threads_after").strip() == ""
     assert_clean(case.dmesg)
 

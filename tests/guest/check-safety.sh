@@ -17,10 +17,10 @@
 sh tests/guest/rmmod-races.sh
 
 # ---------------------------------------------------------------------
-# CPU hotplug mid-storm: a timed storm (timeout=60) in the foreground; 1 s
+# CPU hotplug mid-storm: a timed storm (timeout=120) in the foreground; 1 s
 # after its threads start CPU $cpu goes offline (or online, for "on"), at
 # 2 s back. The storm must stop at the first event, insmod must return
-# long before the 60 s, and the result must say hotplug. The timeout is
+# long before the 120 s, and the result must say hotplug. The timeout is
 # long so the event always lands inside the storm: on a KASAN guest under
 # TCG, finding the threads and taking a CPU down take seconds each, and an
 # 8 s storm was over before the CPU went (20261125T184152Z/safety). A
@@ -41,7 +41,7 @@ hotplug_case() {
 	printf '%s\n' "$*" >"$dir/params"
 	[ "$event" = on ] && cpu_set "$cpu" 0
 	mark=$(dmesg_mark)
-	insmod "$KO/$module.ko" timeout=60 "$@" 2>"$dir/stderr" &
+	insmod "$KO/$module.ko" timeout=120 "$@" 2>"$dir/stderr" &
 	pid=$!
 	# The clock starts with the storm's threads, not with insmod: a load
 	# takes over 10 s on a KASAN guest, and an event before the storm
