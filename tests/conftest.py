@@ -129,19 +129,21 @@ def _vm_cmd(kernel: str, append: str, group: str, cpus: int,
 
 
 def _merge(out: pathlib.Path, second: pathlib.Path) -> None:
-    """Move the second guest's cases into out. Each guest's whole log and
+    """Link what the second guest's check scripts wrote into out, where
+    they stay: a run file names its own path. Each guest's whole log and
     kmemleak report are kept, one after the other: a test of either sees
-    both boots. `complete` stays only if both guests wrote it."""
+    both boots. What both write about the boot itself (cmdline, modules)
+    is out's; `complete` stays only if both guests wrote it."""
     for entry in sorted(second.iterdir()):
-        if entry.is_dir():
-            assert not (out / entry.name).exists(), entry
-            entry.rename(out / entry.name)
-        elif entry.name in ("dmesg", "kmemleak", "vm.log"):
+        if entry.name in ("dmesg", "kmemleak", "vm.log"):
             with open(out / entry.name, "a") as f:
                 f.write(entry.read_text(errors="replace"))
+        elif not (out / entry.name).exists():
+            (out / entry.name).symlink_to(entry)
+        else:
+            assert not entry.is_dir(), f"both guests wrote {entry.name}"
     if not (second / "complete").is_file():
         (out / "complete").unlink(missing_ok=True)
-    shutil.rmtree(second)
 
 
 def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:

@@ -59,9 +59,13 @@ def test_merge_keeps_every_case_and_both_logs(tmp_path):
     out, second = tmp_path / "out", tmp_path / "second"
     _boot_dir(out, "hp_all", "[ 1.0] first boot\n", True)
     _boot_dir(second, "drivers", "[ 2.0] BUG: second boot\n", True)
+    (second / "safety_complete").write_text("complete\n")
     conftest._merge(out, second)
-    assert not second.exists()
     assert (out / "drivers" / "rc").read_text() == "0\n"
+    # files of the second guest's checks, and paths a run file names in it
+    assert (out / "safety_complete").is_file()
+    assert (second / "drivers" / "rc").is_file()
+    assert (out / "cmdline").read_text() == "console=ttyS0\n"
     assert (out / "hp_all" / "rc").read_text() == "0\n"
     # a splat in either boot is in the log the tests scan
     assert "BUG: second boot" in (out / "dmesg").read_text()
