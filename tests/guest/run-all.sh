@@ -30,8 +30,9 @@ for check in "$dir"/check-*.sh; do
 		continue
 	fi
 	name=${check##*/check-}
+	name=${name%.sh}
 	case $only in
-	"  " | *" ${name%.sh} "*) ;;
+	"  " | *" $name "*) ;;
 	*) continue ;;
 	esac
 	echo "== $(basename "$check") ($group)"
