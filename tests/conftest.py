@@ -130,6 +130,17 @@ def _vm_cmd(kernel: str, append: str, group: str, cpus: int,
                   *checks]
 
 
+def split_checks(second: list[str]) -> tuple[list[str], list[str]]:
+    """The check scripts of each guest of a split full boot: those not
+    named, and those named (each must be a tests/guest/check-NAME.sh)."""
+    every = sorted(p.name[len("check-"):-len(".sh")] for p in
+                   (REPO / "tests" / "guest").glob("check-*.sh"))
+    unknown = sorted(set(second) - set(every))
+    if unknown:
+        raise ValueError(f"STORM_TEST_SPLIT: no check script {unknown}")
+    return [c for c in every if c not in second], list(second)
+
+
 def _merge(out: pathlib.Path, second: pathlib.Path) -> None:
     """Link what the second guest's check scripts wrote into out, where
     they stay: a run file names its own path. Each guest's whole log and
@@ -162,12 +173,8 @@ def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
                             capture_output=True, text=True).stdout.strip()
     if group == "full" and SPLIT:
         second.mkdir(parents=True)
-        every = sorted(p.name[len("check-"):-len(".sh")] for p in
-                       (REPO / "tests" / "guest").glob("check-*.sh"))
-        unknown = set(SPLIT) - set(every)
-        assert not unknown, f"STORM_TEST_SPLIT: no check script {unknown}"
-        parts = [(out, [c for c in every if c not in SPLIT]),
-                 (second, SPLIT)]
+        first_checks, second_checks = split_checks(SPLIT)
+        parts = [(out, first_checks), (second, second_checks)]
     else:
         parts = [(out, [])]
     with concurrent.futures.ThreadPoolExecutor(len(parts)) as guests:

@@ -6,6 +6,8 @@ import pathlib
 import shutil
 import subprocess
 
+import pytest
+
 import conftest
 
 RUN_ALL = conftest.REPO / "tests" / "guest" / "run-all.sh"
@@ -81,3 +83,17 @@ def test_merge_is_incomplete_when_the_second_guest_is(tmp_path):
     _boot_dir(second, "drivers", "", False)
     conftest._merge(out, second)
     assert not (out / "complete").exists()
+
+
+def test_split_puts_every_check_in_one_guest():
+    first, second = conftest.split_checks(["drivers", "safety"])
+    assert second == ["drivers", "safety"]
+    assert "drivers" not in first and "faults" in first
+    every = sorted(p.name[6:-3] for p in
+                   (conftest.REPO / "tests" / "guest").glob("check-*.sh"))
+    assert sorted(first + second) == every
+
+
+def test_split_refuses_a_name_with_no_check_script():
+    with pytest.raises(ValueError, match="driver"):
+        conftest.split_checks(["driver"])
