@@ -202,11 +202,16 @@ out:
 	return 0;
 }
 
-/* One user-mode flush: populate, then unmap (the shootdown is in here). */
+/*
+ * One user-mode flush: populate, then unmap (the shootdown is in here).
+ * MAP_POPULATE ignores a failure to fault a page in, and unmapping a page
+ * that was never mapped flushes nothing: a store to each page makes it
+ * present (already so, when populate worked) or fails the flush.
+ */
 static int tlbstorm_flush_user(struct tlbstorm_flusher *f)
 {
 	unsigned long len = pages << PAGE_SHIFT;
-	unsigned long addr;
+	unsigned long addr, off;
 	u64 t0 = 0;
 	int ret;
 
@@ -214,6 +219,12 @@ static int tlbstorm_flush_user(struct tlbstorm_flusher *f)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, 0);
 	if (IS_ERR_VALUE(addr))
 		return (int)addr;
+	for (off = 0; off < len; off += PAGE_SIZE) {
+		if (put_user(0, (u8 __user *)(addr + off))) {
+			vm_munmap(addr, len);
+			return -EFAULT;
+		}
+	}
 	if (latency)
 		t0 = local_clock();
 	ret = vm_munmap(addr, len);
