@@ -140,23 +140,23 @@ def test_every_op_runs_every_phase(guest, name):
     assert count(res, "shrink") == (ops if res["param.shrink"] == "1" else 0)
 
 
-def assert_creating_interrupts_no_other_cpu(res: dict) -> None:
-    """Creating caches on CPU 0 interrupts no other CPU: fewer than one
-    IPI in two creations in all (one to each of the three others per
-    creation would be 3000 milli)."""
+def assert_interrupts_no_other_cpu(res: dict, phase: str) -> None:
+    """Creating (or destroying) caches on CPU 0 that no other CPU touched
+    interrupts no other CPU: fewer than one IPI in two ops in all (one to
+    each of the three others per op would be 3000 milli)."""
     if os.environ.get("STORM_TEST_DEBUG"):
         # SLUB_DEBUG_ON keeps caches from merging, so every creation is a
         # new cache with its sysfs and debugfs entries, and the debug
-        # kernel wakes some thread of its own on one CPU for most of
-        # them (0.5 to 0.8 CAL per creation, on CPU 1 in one run, CPU 2
-        # in another): the CPUs that creating a cache would interrupt
-        # are told apart from that one by the median.
-        create = phase_ipis(res, "create")
-        n = int(res["phase.create.count"])
-        assert statistics.median(create[c] for c in (1, 2, 3)) < n / 2, \
-            create
+        # kernel wakes some thread of its own on one or two CPUs for most
+        # of them (0.5 to 0.8 CAL per creation, on CPU 1 in one run, CPU 2
+        # in another), and again when they go (0.92 per destroy in
+        # 20261125T223347Z, 671 of them on CPU 3): the CPUs that the op
+        # would interrupt are told apart from those by the median.
+        ipis = phase_ipis(res, phase)
+        n = int(res[f"phase.{phase}.count"])
+        assert statistics.median(ipis[c] for c in (1, 2, 3)) < n / 2, ipis
     else:
-        assert milli(res, "create") < 500, res["phase.create.ipis_per_op"]
+        assert milli(res, phase) < 500, res[f"phase.{phase}.ipis_per_op"]
 
 
 def test_untouched_caches_cost_almost_no_ipis(guest):
@@ -168,9 +168,9 @@ def test_untouched_caches_cost_almost_no_ipis(guest):
     assert int(res["caches"]) == 1000
     assert count(res, "touch") == 0
     assert not [k for k in res if k.startswith("touch.")]
-    assert_creating_interrupts_no_other_cpu(res)
+    assert_interrupts_no_other_cpu(res, "create")
     # nothing to flush: no cpu slab anywhere
-    assert milli(res, "destroy") < 500, res["phase.destroy.ipis_per_op"]
+    assert_interrupts_no_other_cpu(res, "destroy")
 
 
 def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
@@ -198,7 +198,7 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     untouched = ok(guest.case("slab_untouched"))
     assert milli(res, "destroy") > 4 * milli(untouched, "destroy")
     # creating does not depend on what happened to the previous cache
-    assert_creating_interrupts_no_other_cpu(res)
+    assert_interrupts_no_other_cpu(res, "create")
 
 
 @pytest.mark.parametrize("name", ["slab_touched", "slab_shrink"])

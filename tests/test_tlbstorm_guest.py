@@ -31,6 +31,7 @@ TOLERANCE = 0.95
 # 300 of 300 recorded, then 238 and 247 (6.12, a CI run of 2026-11-24):
 # the case is about which CPUs are targets, not how many flushes land.
 TOLERANCE_OFFLINE = 0.5
+TICK_NS = 10**7         # a scheduler tick at HZ=100, the coarsest
 STRAY = 0.05            # at most this share where no storm should land
 CEILING = 33            # the kernel's default tlb_single_page_flush_ceiling
 PARAMS = {"numflush", "timeout", "pages", "mode", "delay", "latency",
@@ -60,6 +61,10 @@ def ok(case) -> dict[str, str]:
         assert f["errors"] == "0", (cpu, f)
     for cpu, w in per_thread(res, "worker").items():
         assert w["errors"] == "0", (cpu, w)
+        # its time on the CPU during the storm, as the scheduler had it
+        # (up to date at a tick or a switch): at most the storm's time
+        runtime = int(res["runtime_ns"])
+        assert 0 < int(w["oncpu_ns"]) <= 1.05 * runtime + 2 * TICK_NS, w
     return res
 
 
@@ -84,14 +89,34 @@ def targets(res: dict[str, str]) -> list[int]:
     return result.cpulist(res["param.targets"])
 
 
+def worker_share(res: dict[str, str], cpu: int) -> float:
+    """The share of the storm a user-mode worker had its CPU (1 where no
+    worker holds the CPU: kernel mode)."""
+    w = per_thread(res, "worker").get(cpu)
+    if not w:
+        return 1.0
+    return min(1.0, int(w["oncpu_ns"]) / int(res["runtime_ns"]))
+
+
 def assert_storm_landed(res, row: str, per_cpu_expected: int,
                         tolerance: float = TOLERANCE) -> None:
-    """Every target CPU got about one `row` interrupt per flush aimed at it,
-    and not (much) more."""
+    """Every target CPU got about one `row` interrupt per flush aimed at it
+    while its worker ran there, and not (much) more. While another task
+    has a worker's CPU, the CPU is lazy in the mm or out of it, and 6.1
+    skips it (native_flush_tlb_multi()). Late in a long debug-kernel boot
+    tlb_after's targets got 83, 83 and 91 of 100, before the workers
+    reported their time (results/debug-kernel/20261125T223347Z.txt)."""
     got = result.per_cpu(res, row)
     assert targets(res)
     for cpu in targets(res):
-        assert got[cpu] >= tolerance * per_cpu_expected, (cpu, got)
+        # A flush that skips a CPU is quicker, so more of them fall while
+        # a worker is off its CPU than its share of the time says: the
+        # tolerance is taken off the share, not multiplied into it
+        # (tlb_contended, results/tlbstorm/oncpu-*-20261126: CPU 1's
+        # worker had 0.508 of the storm and got 101 of 200 on 6.1, 0.517
+        # and 104 on 6.12).
+        share = worker_share(res, cpu) - (1 - tolerance)
+        assert got[cpu] >= share * per_cpu_expected, (cpu, share, got)
         # CAL also counts the CPU's unrelated function calls
         slack = 1.05 if row == "TLB" else 1.25
         assert got[cpu] <= slack * per_cpu_expected + 5, (cpu, got)
@@ -151,6 +176,18 @@ def test_only_the_target_cpus_are_shot_down(guest):
     proc = interrupts.per_cpu(case.irq_delta, "TLB")
     for cpu in (2, 3):
         assert proc[cpu] <= STRAY * 200, proc
+
+
+def test_a_shared_worker_cpu_gets_the_flushes_of_its_share(guest):
+    """A busy shell loop shares worker CPU 1 (check-tlbstorm.sh): the
+    worker there reports part of its life on the CPU, the worker on CPU 2
+    nearly all of it, and each CPU still gets a flush for every flush
+    while its worker ran (assert_storm_landed)."""
+    res = ok(guest.case("tlb_contended"))
+    assert targets(res) == [1, 2]
+    shared, alone = worker_share(res, 1), worker_share(res, 2)
+    assert shared < 0.8 and alone > shared + 0.2, (shared, alone)
+    assert_storm_landed(res, "TLB", 200)
 
 
 def test_two_flushers_each_reach_every_worker(guest):

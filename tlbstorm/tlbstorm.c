@@ -133,6 +133,12 @@ struct tlbstorm_worker {
 	u64 touches;
 	u64 errors;
 	int last_error;
+	/*
+	 * Its time on its CPU during the storm: while another task has the
+	 * CPU it is not in the mm (lazy, or out of mm_cpumask), and a flush
+	 * may skip it (native_flush_tlb_multi()).
+	 */
+	u64 oncpu_ns;
 };
 
 static enum tlbstorm_mode storm_mode;
@@ -158,8 +164,9 @@ static void tlbstorm_worker_ready(void)
 
 /*
  * A worker maps a page of its own in the mm, then reads and writes it
- * until kthread_stop(): its CPU runs the mm (not lazily), so every unmap
- * in the mm has to shoot down its TLB. Its page goes before it leaves.
+ * until kthread_stop(): while it runs, its CPU runs the mm (not lazily),
+ * so every unmap in the mm has to shoot down its TLB. Its page goes
+ * before it leaves.
  */
 static int tlbstorm_worker_fn(void *arg)
 {
@@ -507,6 +514,8 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 				   w->touches);
 			seq_printf(m, "worker.%d.errors: %llu\n", cpu,
 				   w->errors);
+			seq_printf(m, "worker.%d.oncpu_ns: %llu\n", cpu,
+				   w->oncpu_ns);
 		}
 	}
 	if (latency)
@@ -548,6 +557,25 @@ static void tlbstorm_stop_threads(void)
 	tlbstorm_put_mm();
 }
 
+/*
+ * The workers' time on their CPUs so far. The scheduler brings a running
+ * task's sum_exec_runtime up to date at each tick and switch: read around
+ * a storm it is off by two ticks at most.
+ */
+static void tlbstorm_workers_oncpu(bool end)
+{
+	int cpu;
+
+	if (storm_mode != TLBSTORM_USER)
+		return;
+	for_each_cpu(cpu, target_mask) {
+		struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
+		u64 ns = READ_ONCE(w->task->se.sum_exec_runtime);
+
+		w->oncpu_ns = end ? ns - w->oncpu_ns : ns;
+	}
+}
+
 /* Release to report; in insmod, or in the controller thread. */
 static void tlbstorm_run(void)
 {
@@ -567,8 +595,10 @@ static void tlbstorm_run(void)
 	}
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
+	tlbstorm_workers_oncpu(false);
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
+	tlbstorm_workers_oncpu(true);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);

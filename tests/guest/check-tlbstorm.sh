@@ -29,27 +29,37 @@ tlb_trace_off() {
 
 # Most user-mode cases put workers on CPUs 1-2 only: with all four vCPUs
 # spinning, TCG on a small host makes every shootdown round trip far
-# slower, and CPU 3 doubles as a CPU that must see no storm.
+# slower, and CPU 3 doubles as a CPU that must see no storm. A storm of
+# numflush= ends at its count; its timeout=300 only bounds a broken one
+# (300 user flushes took over the default 30 s on the debug kernel).
 
 # User mode: the TLB row on the worker CPUs grows with numflush. The
 # smaller run also traces what the targets did: pages=1 is one page.
 cat /sys/kernel/debug/x86/tlb_single_page_flush_ceiling \
 	>"$(case_dir tlb_user_n100)/flush_ceiling" 2>/dev/null
 tlb_trace_on
-storm_case tlb_user_n100 tlbstorm numflush=100 targets=1-2
+storm_case tlb_user_n100 tlbstorm numflush=100 targets=1-2 timeout=300
 tlb_trace_off tlb_user_n100
-storm_case tlb_user_n300 tlbstorm numflush=300 targets=1-2
+storm_case tlb_user_n300 tlbstorm numflush=300 targets=1-2 timeout=300
 
 # Only CPU 1 holds the mm: CPUs 2 and 3 see no storm.
-storm_case tlb_targets tlbstorm numflush=200 cpulist=0 targets=1
+storm_case tlb_targets tlbstorm numflush=200 cpulist=0 targets=1 timeout=300
+
+# A busy task shares worker CPU 1: while it runs there, CPU 1 is out of
+# the mm and a flush may skip it. The worker's oncpu_ns says for how long.
+taskset -c 1 sh -c 'while :; do :; done' &
+busy=$!
+storm_case tlb_contended tlbstorm numflush=200 targets=1-2 timeout=300
+kill "$busy"
+wait "$busy" 2>/dev/null
 
 # Two flushers, two workers (the default targets): every flush of either
 # flusher reaches both workers.
-storm_case tlb_two_flushers tlbstorm numflush=50 cpulist=0-1
+storm_case tlb_two_flushers tlbstorm numflush=50 cpulist=0-1 timeout=300
 
 # 64 pages > the ceiling (33): full flushes on the targets.
 tlb_trace_on
-storm_case tlb_pages64 tlbstorm numflush=100 pages=64 targets=1-2
+storm_case tlb_pages64 tlbstorm numflush=100 pages=64 targets=1-2 timeout=300
 tlb_trace_off tlb_pages64
 
 # Kernel range: an IPI to every other online CPU, in CAL and not in TLB.
@@ -139,4 +149,4 @@ dmesg_since "$mark" >"$dir/dmesg"
 storm_signal_case tlb_signal tlbstorm timeout=120
 
 # After all of that the kernel still storms, on every CPU again.
-storm_case tlb_after tlbstorm numflush=100
+storm_case tlb_after tlbstorm numflush=100 timeout=300
