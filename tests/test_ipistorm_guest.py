@@ -72,15 +72,10 @@ def test_single_to_hlt_idle_target_costs_an_ipi_per_call(guest):
     res = ok(case)
     calls = int(res["sender.0.calls"])
     assert result.per_cpu(res, "handled")[1] == calls == 500
-    # the storm started once CPU 1 took at most an IPI a second from the
-    # rest of the guest (lib.sh wait_quiet), not after its 60 s cap
-    quiet = int(case.file("quiet_seconds"))
-    assert quiet < 60, "CPU 1 never went quiet before the storm"
     # One IPI per call (see conftest.HLT_IDLE_MISS), and what the rest of
     # the guest sent CPU 1 meanwhile: 500 to 504 in the recorded CI runs.
     cal = result.per_cpu(res, "CAL")
-    assert (1 - HLT_IDLE_MISS) * calls <= cal[1] <= calls + STRAY_CAL, \
-        (cal, f"quiet after {quiet} s")
+    assert (1 - HLT_IDLE_MISS) * calls <= cal[1] <= calls + STRAY_CAL, cal
     # /proc/interrupts agrees with the module's own irq_stat reading.
     proc = interrupts.per_cpu(case.irq_delta, "CAL")
     assert proc[1] >= cal[1]

@@ -9,7 +9,6 @@
 # the kernel skips the IPI to a polling target. The delay lets the target
 # get back to HLT (or to polling) between calls; back to back, a call often
 # finds it still in the idle loop with polling set, under TCG especially.
-wait_quiet 1 >"$(case_dir ipi_idle)/quiet_seconds"
 storm_case ipi_idle ipistorm numipi=500 single=1 wait=1 cpulist=0 offset=1 delay=50
 [ "${GROUP:-full}" = full ] || exit 0
 

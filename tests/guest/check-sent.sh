@@ -7,7 +7,6 @@
 
 # single=1 wait=1 to an idle target, as check-ipistorm.sh's ipi_idle:
 # with HLT idle every IPI sent arrives; with idle=poll almost none is sent.
-wait_quiet 1 >"$(case_dir sent_idle)/quiet_seconds"
 storm_case sent_idle ipistorm numipi=500 single=1 wait=1 cpulist=0 offset=1 delay=50 count_sent=1
 [ "${GROUP:-full}" = full ] || exit 0
 

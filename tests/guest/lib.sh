@@ -61,30 +61,6 @@ seconds_since() {
 	echo $(($(date +%s) - $1))
 }
 
-# cal_count CPU: the function-call IPIs CPU has taken since boot
-cal_count() {
-	awk -v col=$(($1 + 2)) '$1 == "CAL:" { print $col }' /proc/interrupts
-}
-
-# wait_quiet CPU [SECONDS]: wait until CPU takes at most one function-call
-# IPI in a second, SECONDS (60) at most; print the seconds waited. A case
-# that counts one IPI per call to an idle CPU must not start while the
-# guest still works off what earlier checks left: on the debug kernel,
-# right after check-faults.sh, an idle CPU 1 took 28 and 49 IPIs from
-# elsewhere in a 3 s storm.
-wait_quiet() {
-	waited=0
-	last=$(cal_count "$1")
-	while [ "$waited" -lt "${2:-60}" ]; do
-		sleep 1
-		now=$(cal_count "$1")
-		[ "$now" -le $((last + 1)) ] && break
-		last=$now
-		waited=$((waited + 1))
-	done
-	echo "$waited"
-}
-
 # cpu_set CPU 0|1: take a CPU offline or bring it online
 cpu_set() {
 	echo "$2" >"/sys/devices/system/cpu/cpu$1/online"
