@@ -167,10 +167,6 @@ def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
     for d in (out, second):
         shutil.rmtree(d, ignore_errors=True)
     out.mkdir(parents=True)
-    # what storm vm records as the suite's commit, read as it starts:
-    # a commit made during a long run (a debug kernel's) is not the boot's
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
     if group == "full" and SPLIT:
         second.mkdir(parents=True)
         first_checks, second_checks = split_checks(SPLIT)
@@ -182,25 +178,33 @@ def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
             lambda part: _run_guest(
                 _vm_cmd(kernel, append, group, cpus, *part), part[0]),
             parts))
+    # the commit of the guest that ran the drivers' checks (under a split
+    # either guest may; their run files record the commit it started at)
+    commit = runs[-1][2] if (second / "drivers").is_dir() else runs[0][2]
     if len(parts) == 2:
         _merge(out, second)
-    rc = max((r for r, _ in runs), key=abs)
-    return GuestRun(kernel, append, out, rc, "".join(log for _, log in runs),
-                    commit)
+    rc = max((r for r, _, _ in runs), key=abs)
+    return GuestRun(kernel, append, out, rc,
+                    "".join(log for _, log, _ in runs), commit)
 
 
-def _run_guest(cmd: list[str], out: pathlib.Path) -> tuple[int, str]:
+def _run_guest(cmd: list[str], out: pathlib.Path) -> tuple[int, str, str]:
     # A guest slot for as long as QEMU runs: a split full boot's two
     # guests take both, and the next boot waits instead of making three
     # guests share two host cores (their counts of IPIs to polling or
     # busy CPUs move with the host's load).
     with _guest_slots:
+        # what storm vm records as the suite's commit, read as it starts
+        # (a guest may wait for its slot while a commit lands)
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"],
+            capture_output=True, text=True).stdout.strip()
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
                               stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT,
                               timeout=GUEST_TIMEOUT + 120)
     (out / "vm.log").write_text(proc.stdout)
-    return proc.returncode, proc.stdout
+    return proc.returncode, proc.stdout, commit
 
 
 def start_boot(kernel: str, append: str = "", group: str = "full",
