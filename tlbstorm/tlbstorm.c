@@ -138,6 +138,7 @@ struct tlbstorm_worker {
 	 * CPU it is not in the mm (lazy, or out of mm_cpumask), and a flush
 	 * may skip it (native_flush_tlb_multi()).
 	 */
+	u64 oncpu_start_ns;
 	u64 oncpu_ns;
 };
 
@@ -558,11 +559,16 @@ static void tlbstorm_stop_threads(void)
 }
 
 /*
- * The workers' time on their CPUs so far. The scheduler brings a running
+ * A worker's time on its CPU so far. The scheduler brings a running
  * task's sum_exec_runtime up to date at each tick and switch: read around
  * a storm it is off by two ticks at most.
  */
-static void tlbstorm_workers_oncpu(bool end)
+static u64 tlbstorm_worker_runtime(const struct tlbstorm_worker *w)
+{
+	return READ_ONCE(w->task->se.sum_exec_runtime);
+}
+
+static void tlbstorm_workers_oncpu_begin(void)
 {
 	int cpu;
 
@@ -570,9 +576,21 @@ static void tlbstorm_workers_oncpu(bool end)
 		return;
 	for_each_cpu(cpu, target_mask) {
 		struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
-		u64 ns = READ_ONCE(w->task->se.sum_exec_runtime);
 
-		w->oncpu_ns = end ? ns - w->oncpu_ns : ns;
+		w->oncpu_start_ns = tlbstorm_worker_runtime(w);
+	}
+}
+
+static void tlbstorm_workers_oncpu_end(void)
+{
+	int cpu;
+
+	if (storm_mode != TLBSTORM_USER)
+		return;
+	for_each_cpu(cpu, target_mask) {
+		struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
+
+		w->oncpu_ns = tlbstorm_worker_runtime(w) - w->oncpu_start_ns;
 	}
 }
 
@@ -595,10 +613,10 @@ static void tlbstorm_run(void)
 	}
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
-	tlbstorm_workers_oncpu(false);
+	tlbstorm_workers_oncpu_begin();
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
-	tlbstorm_workers_oncpu(true);
+	tlbstorm_workers_oncpu_end();
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
