@@ -42,6 +42,16 @@ dmesg_since() {
 		index($0, id) { found = 1 }'
 }
 
+# Let udev finish the uevents of earlier module loads before a storm's
+# counts start: after faults.py's hundreds of loads systemd-udevd worked
+# on for seconds, and its root-filesystem I/O woke tasks on the storm's
+# target (ipi_idle's CPU 1: 483 CAL in 500 calls, CPUs 2 and 3 131 and
+# 79; 500 exactly 20 s later). Queue empty: returns at once.
+udev_settle() {
+	command -v udevadm >/dev/null 2>&1 || return 0
+	udevadm settle --timeout=60 2>/dev/null || :
+}
+
 hook() {
 	[ -z "${STORM_HOOK:-}" ] || "$STORM_HOOK" "$@"
 }
@@ -83,6 +93,7 @@ storm_case() {
 	dir=$(case_dir "$name")
 	printf '%s\n' "$*" >"$dir/params"
 	hook before "$dir"
+	udev_settle
 	mark=$(dmesg_mark)
 	cat /proc/interrupts >"$dir/interrupts.before"
 	insmod "$KO/$module.ko" "$@" 2>"$dir/stderr"
