@@ -116,6 +116,23 @@ def test_one_valid_json_file_per_run(fake):
 
 
 @needs_root
+def test_udev_settles_before_each_run(fake, tmp_path):
+    """The uevents of the previous run's rmmod (or of anything else that
+    loaded modules) are udev's work before a run's counts start, not
+    during them (results/ipistorm/udev-after-faults-20261126)."""
+    path = tmp_path / "udevadm-bin"
+    path.mkdir()
+    udevadm = path / "udevadm"
+    udevadm.write_text('#!/bin/sh\necho "udevadm $*" >>"$FAKE_LOG"\n')
+    udevadm.chmod(0o755)
+    p = fake.run("--runs", "2", "--warmup", "1", "ipistorm", "numipi=1",
+                 PATH=f"{path}:{os.environ['PATH']}")
+    assert p.returncode == 0, p.stderr
+    settle = "udevadm settle --timeout=60"
+    assert fake.log.read_text().splitlines() == [settle, "numipi=1"] * 3
+
+
+@needs_root
 def test_result_numbers_are_numbers(fake):
     p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1000")
     assert p.returncode == 0, p.stderr
