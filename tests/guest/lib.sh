@@ -46,10 +46,14 @@ dmesg_since() {
 # counts start: after faults.py's hundreds of loads systemd-udevd worked
 # on for seconds, and its root-filesystem I/O woke tasks on the storm's
 # target (ipi_idle's CPU 1: 483 CAL in 500 calls, CPUs 2 and 3 131 and
-# 79; 500 exactly 20 s later). Queue empty: returns at once.
+# 79; 500 exactly 20 s later; results/ipistorm/udev-after-faults-20261126).
+# Prints udevadm's status and the seconds it waited; an empty queue
+# returns at once.
 udev_settle() {
 	command -v udevadm >/dev/null 2>&1 || return 0
-	udevadm settle --timeout=60 2>/dev/null || :
+	settle_start=$(date +%s)
+	udevadm settle --timeout=60 2>/dev/null
+	echo "rc=$? seconds=$(seconds_since "$settle_start")"
 }
 
 hook() {
@@ -93,7 +97,7 @@ storm_case() {
 	dir=$(case_dir "$name")
 	printf '%s\n' "$*" >"$dir/params"
 	hook before "$dir"
-	udev_settle
+	udev_settle >"$dir/udev_settle"
 	mark=$(dmesg_mark)
 	cat /proc/interrupts >"$dir/interrupts.before"
 	insmod "$KO/$module.ko" "$@" 2>"$dir/stderr"
