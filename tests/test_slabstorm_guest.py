@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import statistics
 
 import pytest
 
@@ -146,15 +145,19 @@ def assert_interrupts_no_other_cpu(res: dict, phase: str) -> None:
     each of the three others per op would be 3000 milli)."""
     if os.environ.get("STORM_TEST_DEBUG"):
         # SLUB_DEBUG_ON keeps caches from merging, so every creation is a
-        # new cache with its sysfs and debugfs entries, and the debug
-        # kernel wakes some thread of its own on one or two CPUs for most
-        # of them (0.5 to 0.8 CAL per creation, on CPU 1 in one run, CPU 2
-        # in another), and again when they go (0.92 per destroy in
-        # 20261125T223347Z, 671 of them on CPU 3): the CPUs that the op
-        # would interrupt are told apart from those by the median.
+        # new cache with its sysfs and debugfs entries and RCU callbacks;
+        # CPU 0, busy creating, reports each quiescent state by waking the
+        # RCU grace-period kthread on the CPU where it runs (an IPI: 1324
+        # of the 4337 sent while one slab_untouched ran, and 246 more
+        # were its tick's nohz idle-balance kicks;
+        # results/slabstorm/rcu-gp-wakeups-20261126).
+        # That kthread is one CPU at a time, and two over a storm (851 and
+        # 1277 CAL on CPUs 1 and 3 in 20261126T020731Z), so the CPU least
+        # interrupted tells the op apart: one IPI to every other CPU per
+        # op (kick_all_cpus_sync(), seed 002) would give each at least n.
         ipis = phase_ipis(res, phase)
         n = int(res[f"phase.{phase}.count"])
-        assert statistics.median(ipis[c] for c in (1, 2, 3)) < n / 2, ipis
+        assert min(ipis[c] for c in (1, 2, 3)) < n / 2, ipis
     else:
         assert milli(res, phase) < 500, res[f"phase.{phase}.ipis_per_op"]
 
