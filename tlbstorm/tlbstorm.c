@@ -568,7 +568,8 @@ static u64 tlbstorm_worker_runtime(const struct tlbstorm_worker *w)
 	return READ_ONCE(w->task->se.sum_exec_runtime);
 }
 
-static void tlbstorm_workers_oncpu_begin(void)
+/* Each worker's time on its CPU across the storm: a start, then the span. */
+static void tlbstorm_workers_oncpu(bool storm_over)
 {
 	int cpu;
 
@@ -576,21 +577,12 @@ static void tlbstorm_workers_oncpu_begin(void)
 		return;
 	for_each_cpu(cpu, target_mask) {
 		struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
+		u64 now = tlbstorm_worker_runtime(w);
 
-		w->oncpu_start_ns = tlbstorm_worker_runtime(w);
-	}
-}
-
-static void tlbstorm_workers_oncpu_end(void)
-{
-	int cpu;
-
-	if (storm_mode != TLBSTORM_USER)
-		return;
-	for_each_cpu(cpu, target_mask) {
-		struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
-
-		w->oncpu_ns = tlbstorm_worker_runtime(w) - w->oncpu_start_ns;
+		if (storm_over)
+			w->oncpu_ns = now - w->oncpu_start_ns;
+		else
+			w->oncpu_start_ns = now;
 	}
 }
 
@@ -613,10 +605,10 @@ static void tlbstorm_run(void)
 	}
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
-	tlbstorm_workers_oncpu_begin();
+	tlbstorm_workers_oncpu(false);
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
-	tlbstorm_workers_oncpu_end();
+	tlbstorm_workers_oncpu(true);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
