@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pathlib
 import subprocess
 
@@ -29,6 +30,14 @@ IPI_PARAMS = {"numipi": "500", "single": "1", "wait": "1", "cpulist": "0",
               "offset": "1", "delay": "50"}
 TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
 TRACED_SENT = 0.9       # share of the traced calls seen sending an IPI
+# On the KASAN/lockdep kernel a bpftrace kprobe with a kernel stack makes
+# each send ~4 ms (the storm: 811 ms traced, 100 ms not), and more of the
+# calls find CPU 1 with another CPU's call already queued and ride its
+# IPI: 164 of 200 sent one in the ninth whole debug run, while bpftrace's
+# single-IPI sends (257) matched the handler runs it saw (257), so the
+# tracer missed none (results/debug-kernel/20261126T044942Z).
+if os.environ.get("STORM_TEST_DEBUG"):
+    TRACED_SENT = 0.5
 
 
 @dataclasses.dataclass
