@@ -33,9 +33,10 @@ TRACED_SENT = 0.9       # share of the traced calls seen sending an IPI
 # On the KASAN/lockdep kernel a bpftrace kprobe with a kernel stack makes
 # each send ~4 ms (the storm: 811 ms traced, 100 ms not), and more of the
 # calls find CPU 1 with another CPU's call already queued and ride its
-# IPI: 164 of 200 sent one in the ninth whole debug run, while bpftrace's
-# single-IPI sends (257) matched the handler runs it saw (257), so the
-# tracer missed none (results/debug-kernel/20261126T044942Z).
+# IPI: 164 of 200 sent one in the whole debug run 20261126T044942Z and
+# 169 in the next, while bpftrace's single-IPI sends matched the handler
+# runs it saw (257 and 257, 302 and 302): the tracer missed none
+# (results/debug-kernel/).
 if os.environ.get("STORM_TEST_DEBUG"):
     TRACED_SENT = 0.5
 
