@@ -31,11 +31,12 @@ NUMA_NODES = 2          # the "numa" group's boot: storm vm --numa 2
 # The limit only catches a hung guest (a debug kernel needs more:
 # STORM_TEST_GUEST_TIMEOUT).
 GUEST_TIMEOUT = int(os.environ.get("STORM_TEST_GUEST_TIMEOUT", "1500"))
-# tests/test_debug_guest.py (kmemleak, fault injection) needs a kernel
-# built with configs/debug.config: collected only when
-# tests/e2e/debug-kernel asks for it.
-collect_ignore = [] if os.environ.get("STORM_TEST_DEBUG") else \
-    ["test_debug_guest.py"]
+# The kernel under test was built with configs/debug.config
+# (tests/e2e/debug-kernel sets STORM_TEST_DEBUG): the guest tests expect
+# what its KASAN, lockdep and SLUB_DEBUG_ON change, and
+# tests/test_debug_guest.py (kmemleak, fault injection) is collected.
+DEBUG_KERNEL = bool(os.environ.get("STORM_TEST_DEBUG"))
+collect_ignore = [] if DEBUG_KERNEL else ["test_debug_guest.py"]
 
 
 @dataclasses.dataclass

@@ -10,12 +10,11 @@ the background interrupts of a guest.
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
-from conftest import assert_clean, assert_histogram
+from conftest import DEBUG_KERNEL, assert_clean, assert_histogram
 from stormsuite import interrupts, result
 
 CPUS = (0, 1, 2, 3)
@@ -143,7 +142,7 @@ def assert_interrupts_no_other_cpu(res: dict, phase: str) -> None:
     """Creating (or destroying) caches on CPU 0 that no other CPU touched
     interrupts no other CPU: fewer than one IPI in two ops in all (one to
     each of the three others per op would be 3000 milli)."""
-    if os.environ.get("STORM_TEST_DEBUG"):
+    if DEBUG_KERNEL:
         # SLUB_DEBUG_ON keeps caches from merging, so every creation is a
         # new cache with its sysfs and debugfs entries and RCU callbacks;
         # CPU 0, busy creating, reports each quiescent state by waking the
@@ -194,7 +193,7 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     # freed objects sit in KASAN's quarantine is itself an IPI to every
     # CPU (kasan_cache_shutdown -> kasan_quarantine_remove_cache ->
     # on_each_cpu, mm/kasan/quarantine.c): there CPU 3 is no baseline.
-    if not os.environ.get("STORM_TEST_DEBUG"):
+    if not DEBUG_KERNEL:
         for cpu in (1, 2):
             assert destroy[cpu] - destroy[3] >= 0.4 * n, destroy
     assert milli(res, "destroy") >= 2 * PER_OP * 1000
@@ -224,7 +223,7 @@ def test_touch_is_not_charged_the_harness_wakeups(guest, name):
     # the window, about 1.6 per touch on a helper CPU in slab_shrink
     # (results/debug-kernel/20261124T072437Z): there only the main CPU's
     # share tells the harness's wakeups apart.
-    if not os.environ.get("STORM_TEST_DEBUG"):
+    if not DEBUG_KERNEL:
         assert sum(touch.values()) < n, touch
     # the wakeups still happen, charged to no phase: on the run's totals
     run = {c: int(res[f"irq.{c}.CAL"]) + int(res[f"irq.{c}.RES"])
@@ -246,7 +245,7 @@ def test_shrink_flag_moves_the_flush_from_destroy_to_shrink(guest):
         # the flush is gone from destroy: what is left there is 6.12's
         # kvfree_rcu_barrier() share, which reaches untouched CPUs too
         assert shrink[cpu] - destroy[cpu] >= 0.4 * n, (shrink, destroy)
-        if os.environ.get("STORM_TEST_DEBUG"):
+        if DEBUG_KERNEL:
             # The debug kernel's own wakeup when a cache goes (about one
             # per destroy on one or two CPUs, see slab_untouched) lands
             # on a touching CPU as often as not: 91 and 75 of 100 on CPU
