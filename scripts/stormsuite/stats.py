@@ -219,6 +219,22 @@ def boot_change(base: Sequence[float], new: Sequence[float], *,
     return Estimate(to_pct(d), to_pct(lo), to_pct(hi), p, nb, nn)
 
 
+def common_slope(xs: Sequence[Sequence[float]],
+                 ys: Sequence[Sequence[float]]) -> float | None:
+    """The least-squares slope of y on x shared by several groups, each
+    with its own mean (the within-group slope of an analysis of
+    covariance); None when x does not vary within any group."""
+    sxy = sxx = 0.0
+    for x, y in zip(xs, ys):
+        if len(x) < 2:
+            continue
+        xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        dx = xa - xa.mean()
+        sxy += float((dx * (ya - ya.mean())).sum())
+        sxx += float((dx * dx).sum())
+    return sxy / sxx if sxx > 0 else None
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm-Bonferroni adjusted p-values (nan stays nan): the family-wise
     error rate stays at most alpha whatever the rows' dependence, which

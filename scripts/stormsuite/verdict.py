@@ -238,6 +238,8 @@ def _not_a_change(m: metrics.Metric, est: stats.Estimate,
             return "within +-1"
     if math.isnan(est.pct):
         return "no baseline"
+    if m.kind == "insn":
+        min_effect = min(min_effect, INSN_MIN_EFFECT)
     if abs(est.pct) < min_effect:
         return f"below {min_effect:g}%"
     return ""
@@ -257,6 +259,7 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
     per_set = [metrics.of_runs(s.runs) for s in sets]
     per_boot = [[metrics.of_runs(b) for b in s.boots] for s in sets]
     names = [m for m in per_set[0] if all(m in p for p in per_set[1:])]
+    tick_correct(names, per_boot)
     rows = []
     for m in names:
         values, boots, noise = [], [], []
@@ -264,6 +267,13 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
             g = [b[m] for b in boot_metrics if b.get(m)]
             v = [x for b in g for x in b]
             values.append(v)
+            if m.kind == "insn":
+                # almost deterministic: boots add nothing measurable to
+                # the runs' own spread once ticks are corrected, so the
+                # run is the unit and one boot a side can decide
+                boots.append(v)
+                noise.append(stats.noise([]))
+                continue
             boots.append([stats.boot_summary(x, robust=m.kind == "time")
                           for x in g])
             noise.append(stats.noise(g if m.kind == "time" else []))
@@ -283,6 +293,40 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
         warnings = [f"compared although {x} (--force)" for x in mismatch] \
             + warnings
     return Comparison(sets, rows, confidence, floor, min_effect, warnings)
+
+
+def tick_correct(names: list[metrics.Metric],
+                 per_boot: list[list[dict[metrics.Metric, list[float]]]]
+                 ) -> None:
+    """Correct every instructions-per-operation row for the ticks in its
+    runs' windows, in place. Each tick runs thousands of instructions and
+    the ticks in a window follow its wall time, the noise of emulation:
+    the row's values are adjusted to the ticks per operation of all runs
+    together, with one slope fitted within the sides (analysis of
+    covariance), so a side that ran slower is not read as a side that
+    runs more instructions. Rows without tick counts, or whose ticks do
+    not vary, stay as they are."""
+    by_name = {m.name: m for m in names}
+    for m in names:
+        t = by_name.get(metrics.TICKS_OF(m.name))
+        if m.kind != "insn" or t is None or t is m:
+            continue
+        sides = []
+        for boot_metrics in per_boot:
+            pairs = [(y, x) for b in boot_metrics if b.get(m) and b.get(t)
+                     for y, x in zip(b[m], b[t])]
+            sides.append(pairs)
+        slope = stats.common_slope([[x for _, x in s] for s in sides],
+                                   [[y for y, _ in s] for s in sides])
+        if slope is None:
+            continue
+        xs = [x for s in sides for _, x in s]
+        centre = sum(xs) / len(xs)
+        for boot_metrics in per_boot:
+            for b in boot_metrics:
+                if b.get(m) and b.get(t):
+                    b[m] = [y - slope * (x - centre)
+                            for y, x in zip(b[m], b[t])]
 
 
 def _mark_duplicate_cpu_rows(rows: list[Row]) -> None:
@@ -306,7 +350,7 @@ def _decide(rows: list[Row], i: int, alpha: float, confidence: float,
     pending: dict[int, tuple[stats.Estimate, str]] = {}
     for k, r in enumerate(rows):
         est = stats.boot_change(r.boots[0], r.boots[i],
-                                log=r.metric.kind == "time",
+                                log=r.metric.kind in ("time", "insn"),
                                 confidence=confidence)
         means = (r.boot_summaries[0].amean, r.boot_summaries[i].amean)
         pending[k] = (est, _not_a_change(r.metric, est, means, floor,
