@@ -544,8 +544,10 @@ static void ipistorm_run(void)
 		per_cpu(ipistorm_handled, cpu) = 0;
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
+	storm_mark(STORM_MARK_BEGIN);
 	storm_ctl_go(&ctl, !numipi, timeout);
 	storm_ctl_wait_done(&ctl);
+	storm_mark(STORM_MARK_END);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);

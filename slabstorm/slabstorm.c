@@ -1055,9 +1055,11 @@ static void slabstorm_run(void)
 	storm_ctl_wait_ready(&ctl);
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
+	storm_mark(STORM_MARK_BEGIN);
 	storm_ctl_go(&ctl, !(smode == SLABSTORM_REMOTE ? numobj : numcache),
 		     timeout);
 	storm_ctl_wait_done(&ctl);
+	storm_mark(STORM_MARK_END);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);

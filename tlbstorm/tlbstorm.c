@@ -605,9 +605,11 @@ static void tlbstorm_run(void)
 	}
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
+	storm_mark(STORM_MARK_BEGIN);
 	tlbstorm_workers_oncpu(false);
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
+	storm_mark(STORM_MARK_END);
 	tlbstorm_workers_oncpu(true);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
