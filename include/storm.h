@@ -42,6 +42,7 @@
 #endif
 
 #include "storm_mark.h"
+#include "storm_pmu.h"
 #include "storm_sent.h"
 
 /*
@@ -416,6 +417,8 @@ static inline int storm_module_start(struct storm_module *sm)
 	int ret;
 
 	ret = storm_sent_start();
+	if (!ret)
+		ret = storm_pmu_start();
 	if (ret)
 		goto err;
 	if (!sm->background) {
@@ -442,6 +445,7 @@ err:
 	storm_hotplug_unwatch();
 	sm->free();
 	storm_sent_free();
+	storm_pmu_free();
 	return ret;
 }
 
@@ -464,6 +468,7 @@ static inline void storm_module_exit(struct storm_module *sm)
 	sm->result_dir = NULL;
 	sm->free();
 	storm_sent_free();
+	storm_pmu_free();
 }
 
 /* ---------------------------------------------------------------------

@@ -496,6 +496,7 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 				   per_cpu(ipistorm_handled, cpu));
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
+	storm_pmu_show(m);
 	storm_hotplug_show(m);
 	return 0;
 }
@@ -542,6 +543,7 @@ static void ipistorm_run(void)
 	storm_ctl_wait_ready(&ctl);
 	for_each_possible_cpu(cpu)
 		per_cpu(ipistorm_handled, cpu) = 0;
+	storm_pmu_begin();
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
 	storm_mark(STORM_MARK_BEGIN);
@@ -550,6 +552,7 @@ static void ipistorm_run(void)
 	storm_mark(STORM_MARK_END);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
+	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	ipistorm_quiesce();
 	ipistorm_stop_senders();

@@ -102,3 +102,22 @@ def test_bad_plugin_arguments_are_refused(tmp_path, args, says):
     res = qemu_with(f"{build(tmp_path)}{args}")
     assert res is not None and res.returncode != 0
     assert says in res.stderr + res.stdout
+
+
+def test_pmu_counts_make_the_section():
+    res = {"insn.source": "pmu", "insn.0": 100, "cycles.0": 300,
+           "insn.1": 50, "cycles.1": 90, "irq.0.CAL": 3}
+    assert insn.of_run(None, res) == {
+        "source": "pmu", "cpu": {"0": 100, "1": 50},
+        "cycles": {"0": 300, "1": 90}}
+
+
+def test_no_pmu_says_off_not_zero():
+    sec = insn.of_run(None, {"insn.source": "off (no PMU counter: -2)"})
+    assert sec == {"source": "off", "why": "no PMU counter: -2"}
+    assert "cpu" not in sec
+
+
+def test_plugin_window_wins_over_the_module():
+    sec = insn.of_run(LINES, {"insn.source": "off (no PMU counter: -2)"})
+    assert sec["source"] == "tcg-plugin"

@@ -16,6 +16,14 @@ CPU's instructions over the window:
   {"source": "tcg-plugin", "cpu": {"0": 9156674, "1": 9161880, ...},
    "marks": {"begin": {"seq": 5, "vcpu": 2}, "end": {"seq": 6, "vcpu": 2}}}
 
+On hardware the module counts with the PMU instead (include/
+storm_pmu.h) and writes "insn.source: pmu", "insn.<cpu>: N" and
+"cycles.<cpu>: N" into its result; without either, "insn.source: off
+(<why>)". of_run() makes the same section from whichever counted:
+
+  {"source": "pmu", "cpu": {...}, "cycles": {...}}
+  {"source": "off", "why": "no PMU counter: -2"}
+
 Standard library only: it runs in guests (stormsuite/runfile.py).
 """
 
@@ -25,6 +33,7 @@ from typing import Any
 
 BEGIN, END = 1, 2
 SOURCE = "tcg-plugin"
+PMU, OFF = "pmu", "off"
 
 
 class InsnError(ValueError):
@@ -62,3 +71,27 @@ def section(text: str) -> dict[str, Any]:
             "cpu": {str(i): b - a for i, (a, b) in enumerate(zip(c0, c1))},
             "marks": {"begin": {"seq": seq0, "vcpu": vcpu0},
                       "end": {"seq": seq1, "vcpu": vcpu1}}}
+
+
+def _per_cpu(res: dict[str, Any], what: str) -> dict[str, int]:
+    out = {}
+    for key, value in res.items():
+        head, _, cpu = key.partition(".")
+        if head == what and cpu.isdigit():
+            out[cpu] = int(value)
+    return out
+
+
+def of_run(plugin_text: str | None, res: dict[str, Any]) -> dict[str, Any]:
+    """The run file's insn section: the plugin's window when it ran
+    (plugin_text: the capture's marker lines), else the module's PMU
+    counts, else why nothing counted."""
+    if plugin_text is not None:
+        return section(plugin_text)
+    source = str(res.get("insn.source", ""))
+    if source == PMU:
+        return {"source": PMU, "cpu": _per_cpu(res, "insn"),
+                "cycles": _per_cpu(res, "cycles")}
+    why = source.partition("(")[2].rstrip(")") if source else \
+        "the module does not count (older module)"
+    return {"source": OFF, "why": why}

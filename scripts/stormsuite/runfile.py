@@ -139,8 +139,9 @@ def _build(capture: pathlib.Path,
         "interrupts": interrupts.section(_text(capture, "interrupts.before"),
                                          _text(capture, "interrupts.after")),
     }
-    if _has(capture, "insn"):
-        doc["insn"] = insn.section(_text(capture, "insn"))
+    doc["insn"] = insn.of_run(
+        _text(capture, "insn") if _has(capture, "insn") else None,
+        doc["result"])
     for part, (section, _) in tracers.items():
         doc[part] = section
     return doc
