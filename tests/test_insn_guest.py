@@ -7,12 +7,13 @@ boot, which does not (storm vm --no-insn).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from conftest import KERNELS, assert_clean, boot
-from stormsuite import insn, metrics
+from stormsuite import insn, metrics, runs, verdict
 
 LOOPS = (1000, 2000, 1000, 101000)   # check-insn.sh's loads, in order
 LOOP_CPU = 1                        # taskset -c 1 insmod
@@ -113,3 +114,49 @@ def test_markers_are_harmless_without_the_plugin(kernel):
     assert not any(k.startswith(("insn.", "cycles.")) and k[-1].isdigit()
                    for k in case.result)
     assert_clean(case.dmesg)
+
+
+def series(guest, label):
+    case = guest.case("insn")
+    assert case.file(f"ab-{label}.rc").strip() == "0", \
+        case.file(f"ab-{label}.out")
+    files = sorted((case.dir / "ab" / label).rglob("run-*.json"))
+    assert len(files) == 10, files
+    return runs.load_files(files, label)
+
+
+def insn_changes(cmp) -> dict[str, object]:
+    return {r.metric.name: r.changes[1] for r in cmp.primary
+            if r.metric.kind == "insn"}
+
+
+def test_aa_in_one_boot_calls_nothing(guest):
+    """Two series of the same storm in one boot, runs as the unit with a
+    boot's spread priced in: no row is called."""
+    cmp = verdict.build([series(guest, "a0"), series(guest, "b0")])
+    changes = insn_changes(cmp)
+    assert set(changes) == {"ipistorm.insn_per_call.sender",
+                            "ipistorm.insn_per_call.target"}
+    assert not any(c.significant for c in changes.values()), changes
+    assert not any(c is not None and c.significant
+                   for r in cmp.rows for c in r.changes)
+
+
+def test_known_instruction_change_is_called(guest):
+    """handler_loops=6 adds 12 instructions a call on the target, about
+    1.1%, nothing on the sender: the target's row is called and its
+    estimate holds the true change; the sender's is not."""
+    base = series(guest, "a0")
+    loops = series(guest, "c6")
+    # the same storm but for the one parameter (as storm matrix --vary)
+    loops = dataclasses.replace(loops, params=base.params)
+    cmp = verdict.build([base, loops])
+    changes = insn_changes(cmp)
+    target = changes["ipistorm.insn_per_call.target"]
+    base_target = cmp.rows[[r.metric.name for r in cmp.rows].index(
+        "ipistorm.insn_per_call.target")].summaries[0].mean
+    true_pct = 100 * 2 * 6 / base_target
+    assert target.significant, target
+    assert target.estimate.lo <= true_pct <= target.estimate.hi, \
+        (true_pct, target)
+    assert not changes["ipistorm.insn_per_call.sender"].significant

@@ -219,13 +219,32 @@ def boot_change(base: Sequence[float], new: Sequence[float], *,
     return Estimate(to_pct(d), to_pct(lo), to_pct(hi), p, nb, nn)
 
 
+def common_slope(xs: Sequence[Sequence[float]],
+                 ys: Sequence[Sequence[float]]) -> float | None:
+    """The least-squares slope of y on x shared by several groups, each
+    with its own mean (the within-group slope of an analysis of
+    covariance); None when x does not vary within any group."""
+    sxy = sxx = 0.0
+    for x, y in zip(xs, ys):
+        if len(x) < 2:
+            continue
+        xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        dx = xa - xa.mean()
+        sxy += float((dx * (ya - ya.mean())).sum())
+        sxx += float((dx * dx).sum())
+    return sxy / sxx if sxx > 0 else None
+
+
 def covariate_change(base: Sequence[float], base_x: Sequence[float],
                      new: Sequence[float], new_x: Sequence[float], *,
-                     confidence: float = 0.95) -> Estimate:
-    """The change from base to new, runs as the unit, adjusted for a
-    covariate x that adds to every value (analysis of covariance: y = a
-    + change * [new] + slope * x, one slope for both sides). The
-    interval and the p-value carry the slope's own uncertainty. Without
+                     confidence: float = 0.95,
+                     boot_cv: float = 0.0) -> Estimate:
+    """The change from base to new, runs of one boot a side as the unit,
+    adjusted for a covariate x that adds to every value (analysis of
+    covariance: y = a + change * [new] + slope * x, one slope for both
+    sides). The interval and the p-value carry the slope's own
+    uncertainty, and boot_cv (percent): the spread of a boot's mean that
+    its runs cannot show, known from boots measured before. Without
     variation of x within the sides, Welch on y."""
     from scipy import stats as sst
     y = np.asarray(list(base) + list(new), dtype=float)
@@ -245,7 +264,8 @@ def covariate_change(base: Sequence[float], base_x: Sequence[float],
         return boot_change(base, new, log=True, confidence=confidence)
     resid = y - design @ coef
     s2 = float(resid @ resid) / dof
-    se = math.sqrt(s2 * float(np.linalg.inv(design.T @ design)[1, 1]))
+    se = math.sqrt(s2 * float(np.linalg.inv(design.T @ design)[1, 1])
+                   + 2 * (boot_cv / 100 * ref) ** 2)
     d = float(coef[1])
     if se == 0:
         return Estimate(100 * d / ref, 100 * d / ref, 100 * d / ref,
