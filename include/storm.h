@@ -611,18 +611,21 @@ static inline void storm_irqs_read(int cpu, struct storm_irqs *s)
 }
 
 /*
- * storm_mark(STORM_MARK_BEGIN|END): the marker NOP (storm_mark.h) that an
+ * storm_mark(STORM_MARK_BEGIN or _END): the marker NOP (storm_mark.h) that an
  * instruction counter outside the guest records, next to the snapshots so
  * that its counts cover the window the interrupt counts cover. A compiler
  * barrier, so that the window's loads and stores stay on their side of it.
  */
+static __always_inline void storm_mark(const unsigned int id)
+{
 #ifdef CONFIG_X86
-#define storm_mark(id)							\
-	asm volatile(".byte 0x66, 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"	\
-		     : : "i" (STORM_MARK_MAGIC | (id)) : "memory")
+	/* "i": inlined, id is the constant the plugin reads back */
+	asm volatile(".byte 0x66, 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"
+		     : : "i" (STORM_MARK_MAGIC | id) : "memory");
 #else
-#define storm_mark(id)	barrier()
+	barrier();
 #endif
+}
 
 /* Snapshot of every possible CPU: an array of nr_cpu_ids entries. */
 static inline struct storm_irqs *storm_irqs_alloc(void)

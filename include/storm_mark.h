@@ -16,8 +16,8 @@
 #define STORM_MARK_MAGIC	0x53744d00u	/* "\0MtS" as the imm32 bytes */
 #define STORM_MARK_ID_MASK	0xffu
 
-#define STORM_MARK_BEGIN	1	/* the window opens: before snapshot */
-#define STORM_MARK_END		2	/* the window closes: after snapshot */
+#define STORM_MARK_BEGIN	1	/* opens the window, after the before-snapshot */
+#define STORM_MARK_END		2	/* closes it, before the after-snapshot */
 
 /* The NOP's opcode, ModRM and SIB bytes, before the imm32. */
 #define STORM_MARK_OPCODE	{ 0x66, 0x0f, 0x1f, 0x84, 0x00 }
