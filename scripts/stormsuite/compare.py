@@ -193,6 +193,16 @@ def render(cmp: Comparison, show_all: bool = False) -> str:
             "only behind a primary change); ~: not a change by rule (below "
             f"{cmp.floor:g} counts, within +-1, below {cmp.min_effect:g}%); "
             "(der): restates another row, not tested."]
+    insn = [r for r in cmp.rows if r.metric.kind == "insn"]
+    if insn:
+        unit = ("runs of the one boot a side, in an analysis of covariance "
+                "on the ticks that adds a boot's own spread"
+                if any(r.unit == "run" for r in insn) else
+                "boots, each the median of its runs after the ticks")
+        out.append("insn rows: instructions per operation on the CPUs named "
+                   "(docs/insn.md), held against the ticks in each window; "
+                   f"tested on {unit}; a change under "
+                   f"{verdict.INSN_MIN_EFFECT:g}% is never one.")
     if hidden:
         out.append(f"{hidden} interrupt rows with every mean below "
                    f"{cmp.floor:g} not shown (--all shows them).")

@@ -311,7 +311,7 @@ def _insn_row(m: metrics.Metric, names: list[metrics.Metric],
     noise of emulation), so the row is held against the ticks per
     operation on its CPUs (metrics.TICKS_OF). With two boots a side or
     more: every run adjusted to the mean ticks with one slope fitted
-    within the boots, then one mean per boot, boots the unit. With one
+    within the boots, then one median per boot, boots the unit. With one
     boot on a side: the runs are the unit, in an analysis of covariance
     that carries the slope's uncertainty (stats.covariate_change)."""
     t = next((n for n in names if n.name == metrics.TICKS_OF(m.name)
@@ -340,7 +340,8 @@ def _insn_row(m: metrics.Metric, names: list[metrics.Metric],
         boots = values
         noise = [stats.noise([]) for _ in groups]
     else:
-        boots = [[float(np.mean(b)) for b in g] for g in adjusted]
+        # the median: what else runs on a CPU only ever adds instructions
+        boots = [[float(np.median(b)) for b in g] for g in adjusted]
         noise = [stats.noise(g) for g in adjusted]
     ticks = None
     if one_boot and tgroups is not None:
