@@ -430,8 +430,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("candidates", nargs="+", metavar="candidate",
                    help="labels or directories to compare with the baseline")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
-                   help="where labels live (default: the repository's "
-                   "results/)")
+                   help="where labels live (default: $STORM_RESULTS, "
+                   "else results/)")
     p.add_argument("--out", type=pathlib.Path, metavar="DIR",
                    help="write the table, JSON and PNG there (default: "
                    "print the table, write nothing: results/ holds runs, "

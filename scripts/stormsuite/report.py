@@ -123,8 +123,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--all", action="store_true",
                    help="every row, not only the primary and marked ones")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
-                   help="where labels live (default: the repository's "
-                   "results/)")
+                   help="where labels live (default: $STORM_RESULTS, "
+                   "else results/)")
     p.add_argument("--force", action="store_true",
                    help="compare sets taken in different environments")
     args = p.parse_args(argv)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import REPO, compare, linux_source, matrix, runs, source
 
-RESULTS = REPO / "results" / "seeds"
+RESULTS = runs.RESULTS / "seeds"
 PATCHES = REPO / "patches"
 CONFIGS = REPO / "configs"
 
