@@ -410,7 +410,7 @@ def main(argv: list[str]) -> int:
         "replication. First the verdict lines: for the storm's primary "
         "metrics (time and IPIs per call, flush or op, and IPIs sent per "
         "operation with count_sent=1) the change with its "
-        "95%% confidence interval and (p=..., boots x runs), or ~ when it "
+        "95% confidence interval and (p=..., boots x runs), or ~ when it "
         "is not a change; then the within- and between-boot noise; then a "
         "table of every metric (runtime, latency percentiles, throughput, "
         "/proc/interrupts rows in total and per storm CPU): mean per set, "
