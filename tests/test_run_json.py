@@ -119,7 +119,7 @@ def test_one_valid_json_file_per_run(fake):
 def test_udev_settles_before_each_run(fake, tmp_path):
     """The uevents of the previous run's rmmod (or of anything else that
     loaded modules) are udev's work before a run's counts start, not
-    during them (results/ipistorm/udev-after-faults-20261126)."""
+    during them (docs/evidence/udev-after-faults.md)."""
     path = tmp_path / "udevadm-bin"
     path.mkdir()
     udevadm = path / "udevadm"
