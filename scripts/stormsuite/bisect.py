@@ -176,7 +176,8 @@ def build_and_boot(state: dict[str, Any], requests: list[Request]
         label = "good-" + short(sha) if sha == state["good"] else short(sha)
         series = guest.new_series_id()
         g = guest.Guest(str(out), state.get("append", ""), state["cpus"],
-                        state["memory"], state["timeout"], no_build=True)
+                        state["memory"], state["timeout"], no_build=True,
+                        insn=state.get("insn", True))
         plan.append([guest.Boot(g, label, series,
                                 f"{short(sha)} boot {k + 1}/{n}", steps)
                      for k in range(n)])
@@ -513,6 +514,7 @@ def main(argv: list[str]) -> int:
         "confidence": args.confidence, "append": args.append,
         "config": [str(f.resolve()) for f in args.config],
         "cpus": args.cpus, "memory": args.memory, "timeout": args.timeout,
+        "insn": getattr(args, "insn", True),
         "build_dir": str(source.BUILD_ROOT / STEP_BUILD[0]),
         "localversion": "-storm", "results": str(state_dir / "runs"),
         "measurer": args.measurer,

@@ -51,6 +51,8 @@ def fmt_value(x: float, m: metrics.Metric, ref: float | None = None) -> str:
         return f"{x:.4g}/s"
     if m.kind == "ratio":
         return f"{x:.3f}"
+    if m.kind == "insn" and abs(x) >= 1e6:
+        return f"{x / 1e6:.4g}M"
     return f"{x:.1f}"
 
 
@@ -73,6 +75,9 @@ def fmt_change(c: verdict.Change) -> str:
 def primary_title(m: metrics.Metric, op: str) -> str:
     if m.kind == "time":
         return f"time per {op}"
+    if m.kind == "insn":
+        side = m.name.rpartition(f"insn_per_{op}")[2].lstrip(".")
+        return f"insn per {op}" + (f" ({side})" if side else "")
     if m.name in metrics.SENT_PRIMARY.values():
         return f"IPIs sent per {op}"
     return f"IPIs per {op}"

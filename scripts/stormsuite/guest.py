@@ -54,6 +54,7 @@ class Guest:
     no_build: bool = False      # the storms are built already (build_modules)
     numa: int = 1               # NUMA nodes (storm vm --numa)
     host_cpus: str = ""         # storm vm --host-cpus
+    insn: bool = True           # count instructions (storm vm --no-insn)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +132,8 @@ def vm_command(guest: Guest, command: Sequence[str], name: str = "",
         cmd += ["--host-cpus", guest.host_cpus]
     if guest.no_build:
         cmd.append("--no-build")
+    if not guest.insn:
+        cmd.append("--no-insn")
     if name:
         cmd += ["--name", name]
     if concurrent_with:

@@ -68,6 +68,10 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                    f"(default {timeout:.0f})")
     p.add_argument("--results", type=pathlib.Path, default=results,
                    help=f"where the run files go (default: {results_help})")
+    p.add_argument("--no-insn", dest="insn", action="store_false",
+                   help="do not count instructions (by default TCG guests "
+                   "run the storm-insn plugin, and instructions per "
+                   "operation are primary metrics)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (boots, runs) and its estimated "
                    "time; run nothing")
@@ -79,10 +83,11 @@ def check_guest_options(p: argparse.ArgumentParser,
         p.error("--runs must be at least 1 and --warmup not negative")
     if args.boots < 1 or args.jobs < 1:
         p.error("--boots and --jobs must be at least 1")
-    if args.boots < 2:
-        p.error("--boots 1 can never show a change: boots are the unit of "
-                "replication and a test needs two a side (use storm vm -- "
-                "storm run for a single look)")
+    if args.boots < 2 and not getattr(args, "insn", False):
+        p.error("--boots 1 can never show a change without instruction "
+                "counts: boots are the unit of replication for time and a "
+                "test needs two a side (use storm vm -- storm run for a "
+                "single look)")
     for prm in getattr(args, "params", []):
         if "=" not in prm:
             p.error(f"{prm}: parameters are NAME=VALUE")
@@ -121,6 +126,7 @@ class Design:
     timeout: float = 900
     jobs: int = 2
     extra: tuple[str, ...] = ()     # storm run's --trace, --bpftrace
+    insn: bool = True               # count instructions (--no-insn)
 
     @classmethod
     def of(cls, args: argparse.Namespace, **over: Any) -> Design:
@@ -131,7 +137,7 @@ class Design:
         fields: dict[str, Any] = dict(
             boots=args.boots, runs=args.runs, warmup=args.warmup,
             cpus=args.cpus, memory=args.memory, timeout=args.timeout,
-            jobs=args.jobs, extra=extra)
+            jobs=args.jobs, extra=extra, insn=getattr(args, "insn", True))
         fields.update(over)
         if "storm" not in fields:
             fields.update(storm=args.storm, params=tuple(args.params))
@@ -148,7 +154,8 @@ def measure(sides: list[Side], design: Design, results: pathlib.Path
     steps = (guest.Step(design.storm, tuple(design.params)),)
     plan = [[guest.Boot(guest.Guest(s.kernel, s.append,
                                     s.cpus or design.cpus, design.memory,
-                                    design.timeout, no_build=True),
+                                    design.timeout, no_build=True,
+                                    insn=design.insn),
                         s.label, series,
                         f"{s.label} boot {i + 1}/{design.boots}", steps)
              for i in range(design.boots)] for s in sides]

@@ -29,10 +29,20 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 from . import metrics, runs, stats
 
 FLOOR = 10.0                 # counts: means below this are not changes
 MIN_EFFECT = 1.0             # percent: smaller changes are never marked
+# Instructions per operation vary by 0.15-0.3% from run to run once the
+# window's ticks are accounted for, and a boot's mean by about 0.1-0.15%
+# more (spin-waits run for as long as the other vCPU takes, which follows
+# the host; docs/insn.md). With two boots a side or more boots are the
+# unit; with one boot on a side the runs are, and the test adds the
+# boot-to-boot spread its runs cannot show (INSN_BOOT_CV).
+INSN_MIN_EFFECT = 0.1
+INSN_BOOT_CV = 0.15
 # What moves the numbers: sets that differ here are not compared unless
 # forced. Emulation mode (TCG threading) moves CAL by a third and times by
 # more; the vCPU count changes every broadcast.
@@ -73,6 +83,9 @@ class Row:
     changes: list[Change | None]        # per set; None for the baseline
     shown: bool                         # False: tiny everywhere
     derived: bool = False               # restates another row: not tested
+    ticks: list[list[float]] | None = None  # per set, per run: the ticks
+                                        # an insn row is tested against
+    unit: str = "boot"                  # what the test counts: boot, run
 
 
 @dataclasses.dataclass
@@ -238,6 +251,8 @@ def _not_a_change(m: metrics.Metric, est: stats.Estimate,
             return "within +-1"
     if math.isnan(est.pct):
         return "no baseline"
+    if m.kind == "insn":
+        min_effect = min(min_effect, INSN_MIN_EFFECT)
     if abs(est.pct) < min_effect:
         return f"below {min_effect:g}%"
     return ""
@@ -259,6 +274,9 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
     names = [m for m in per_set[0] if all(m in p for p in per_set[1:])]
     rows = []
     for m in names:
+        if m.kind == "insn":
+            rows.append(_insn_row(m, names, per_boot, floor))
+            continue
         values, boots, noise = [], [], []
         for boot_metrics in per_boot:
             g = [b[m] for b in boot_metrics if b.get(m)]
@@ -285,6 +303,54 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
     return Comparison(sets, rows, confidence, floor, min_effect, warnings)
 
 
+def _insn_row(m: metrics.Metric, names: list[metrics.Metric],
+              per_boot: list[list[dict[metrics.Metric, list[float]]]],
+              floor: float) -> Row:
+    """An instructions-per-operation row. Each tick runs thousands of
+    instructions, and the ticks in a window follow its wall time (the
+    noise of emulation), so the row is held against the ticks per
+    operation on its CPUs (metrics.TICKS_OF). With two boots a side or
+    more: every run adjusted to the mean ticks with one slope fitted
+    within the boots, then one mean per boot, boots the unit. With one
+    boot on a side: the runs are the unit, in an analysis of covariance
+    that carries the slope's uncertainty (stats.covariate_change)."""
+    t = next((n for n in names if n.name == metrics.TICKS_OF(m.name)
+              and n is not m), None)
+    groups = [[b[m] for b in bm if b.get(m)] for bm in per_boot]
+    tgroups = None
+    if t is not None:
+        tgroups = [[b[t] for b in bm if b.get(m) and b.get(t)]
+                   for bm in per_boot]
+        if [[len(x) for x in g] for g in tgroups] != \
+                [[len(y) for y in g] for g in groups]:
+            tgroups = None
+    values = [[y for b in g for y in b] for g in groups]
+    one_boot = any(len(g) < 2 for g in groups)
+    adjusted = groups
+    if tgroups is not None and not one_boot:
+        slope = stats.common_slope([x for tg in tgroups for x in tg],
+                                   [y for g in groups for y in g])
+        if slope is not None:
+            centre = float(np.mean([x for tg in tgroups for b in tg
+                                    for x in b]))
+            adjusted = [[[y - slope * (x - centre) for y, x in zip(b, xb)]
+                         for b, xb in zip(g, tg)]
+                        for g, tg in zip(groups, tgroups)]
+    if one_boot:
+        boots = values
+        noise = [stats.noise([]) for _ in groups]
+    else:
+        boots = [[float(np.mean(b)) for b in g] for g in adjusted]
+        noise = [stats.noise(g) for g in adjusted]
+    ticks = None
+    if one_boot and tgroups is not None:
+        ticks = [[x for b in tg for x in b] for tg in tgroups]
+    return Row(m, values, boots, [stats.summarize(v) for v in values],
+               [stats.summarize(b) for b in boots], noise,
+               [None] * len(groups), True, derived=m.derived, ticks=ticks,
+               unit="run" if one_boot else "boot")
+
+
 def _mark_duplicate_cpu_rows(rows: list[Row]) -> None:
     """A per-CPU row that equals its total in every run (one CPU does all
     of it) restates the total."""
@@ -305,20 +371,27 @@ def _decide(rows: list[Row], i: int, alpha: float, confidence: float,
     the two families (module docstring)."""
     pending: dict[int, tuple[stats.Estimate, str]] = {}
     for k, r in enumerate(rows):
-        est = stats.boot_change(r.boots[0], r.boots[i],
-                                log=r.metric.kind == "time",
-                                confidence=confidence)
+        if r.ticks is not None:
+            est = stats.covariate_change(r.values[0], r.ticks[0],
+                                         r.values[i], r.ticks[i],
+                                         confidence=confidence,
+                                         boot_cv=INSN_BOOT_CV)
+        else:
+            est = stats.boot_change(r.boots[0], r.boots[i],
+                                    log=r.metric.kind in ("time", "insn"),
+                                    confidence=confidence)
         means = (r.boot_summaries[0].amean, r.boot_summaries[i].amean)
         pending[k] = (est, _not_a_change(r.metric, est, means, floor,
                                          min_effect))
 
     def family(ks: list[int], level: float) -> int:
         """Holm over rows ks at level; marks them; how many changed."""
-        # a row that is not a change by rule (below the floor, within
-        # +-1, below the minimum effect) is not tested: it does not use
-        # up the family's alpha
+        # the family is fixed before the data speak: a row that is not a
+        # change by rule (below the floor, within +-1, below the minimum
+        # effect) still counts in the correction, and the rule applies
+        # after it
         tested = [k for k in ks if pending[k][0].testable
-                  and not rows[k].derived and not pending[k][1]]
+                  and not rows[k].derived]
         adj = stats.holm([pending[k][0].p for k in tested])
         adjusted = dict(zip(tested, adj))
         changed = 0
