@@ -121,3 +121,63 @@ def test_no_pmu_says_off_not_zero():
 def test_plugin_window_wins_over_the_module():
     sec = insn.of_run(LINES, {"insn.source": "off (no PMU counter: -2)"})
     assert sec["source"] == "tcg-plugin"
+
+
+def run_with(storm: str, result: dict, cpu: dict, source="tcg-plugin"):
+    return {"storm": storm, "result": result,
+            "insn": {"source": source, "cpu": cpu},
+            "interrupts": {"cpus": [], "rows": {}}}
+
+
+def names(run) -> dict[str, tuple[float, str]]:
+    from stormsuite import metrics
+    return {m.name: (v, m.role) for m, v in metrics.of_run(run).items()}
+
+
+def test_ipistorm_sides_and_total():
+    res = {"runtime_ns": 10**8, "sender.0.calls": 100, "sender.0.target": 1,
+           "param.cpulist": "0", "param.targets": "1",
+           "irq.0.LOC": 3, "irq.1.LOC": 4}
+    m = names(run_with("ipistorm", res, {"0": 20000, "1": 100000,
+                                         "2": 7, "3": 9}))
+    assert m["ipistorm.insn_per_call.sender"] == (200, "primary")
+    assert m["ipistorm.insn_per_call.target"] == (1000, "primary")
+    assert m["ipistorm.insn_per_call"] == (1200, "derived")
+    assert m["ipistorm.ticks_per_call.target"] == (0.04, "derived")
+    assert m["ipistorm.ticks_per_call"] == (0.07, "derived")
+    assert m["ipistorm.time_per_call_ns"][1] == "secondary"
+    assert "ipistorm.insn.CPU2" not in m     # not a storm CPU
+
+
+def test_every_cpu_sending_is_one_total():
+    res = {"runtime_ns": 10**8, "param.cpulist": "0-1",
+           "sender.0.calls": 10, "sender.0.target": 1,
+           "sender.1.calls": 10, "sender.1.target": 0}
+    m = names(run_with("ipistorm", res, {"0": 3000, "1": 5000}))
+    assert m["ipistorm.insn_per_call"] == (400, "primary")
+    assert "ipistorm.insn_per_call.sender" not in m
+
+
+def test_tlbstorm_counts_the_flusher_only():
+    res = {"runtime_ns": 10**8, "flushes": 100, "flusher.0.flushes": 100,
+           "param.cpulist": "0", "param.targets": "1-2",
+           "worker.1.touches": 5, "worker.2.touches": 5}
+    m = names(run_with("tlbstorm", res, {"0": 50000, "1": 10**7,
+                                         "2": 10**7}))
+    assert m["tlbstorm.insn_per_flush.sender"] == (500, "primary")
+    # the workers' counts follow time: shown per CPU, never in a primary
+    assert m["tlbstorm.insn.CPU1"] == (10**7, "secondary")
+
+
+def test_pmu_counts_leave_time_primary():
+    res = {"runtime_ns": 10**8, "caches": 10, "run.ipis": 0}
+    m = names(run_with("slabstorm", res, {"0": 1000, "1": 3000}, "pmu"))
+    assert m["slabstorm.insn_per_op"] == (400, "primary")
+    assert m["slabstorm.time_per_op_ns"][1] == "primary"
+
+
+def test_no_counts_no_rows():
+    res = {"runtime_ns": 10**8, "caches": 10, "run.ipis": 0}
+    run = run_with("slabstorm", res, {})
+    run["insn"] = {"source": "off", "why": "pmu=0"}
+    assert not [n for n in names(run) if "insn" in n]

@@ -78,16 +78,20 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
 
 
 def check_guest_options(p: argparse.ArgumentParser,
-                        args: argparse.Namespace) -> None:
+                        args: argparse.Namespace,
+                        one_boot: bool = False) -> None:
+    """one_boot: the command can decide on instructions with one boot a
+    side (matrix, ab), so --boots 1 is allowed where they are counted."""
     if args.runs < 1 or args.warmup < 0:
         p.error("--runs must be at least 1 and --warmup not negative")
     if args.boots < 1 or args.jobs < 1:
         p.error("--boots and --jobs must be at least 1")
-    if args.boots < 2 and not getattr(args, "insn", False):
-        p.error("--boots 1 can never show a change without instruction "
-                "counts: boots are the unit of replication for time and a "
-                "test needs two a side (use storm vm -- storm run for a "
-                "single look)")
+    if args.boots < 2 and not (one_boot and getattr(args, "insn", False)):
+        p.error("--boots 1 can never show a change in time: boots are the "
+                "unit of replication and a test needs two a side"
+                + (" (with instruction counts, without --no-insn, one boot "
+                   "a side decides on instructions)" if one_boot else
+                   " (use storm vm -- storm run for a single look)"))
     for prm in getattr(args, "params", []):
         if "=" not in prm:
             p.error(f"{prm}: parameters are NAME=VALUE")
@@ -246,7 +250,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     args = p.parse_args(argv)
-    check_guest_options(p, args)
+    check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)
     kernel_specs = args.kernel or ["6.1"]
     appends = args.append or [""]

@@ -230,13 +230,18 @@ def insn_rows(storm: str, run: dict[str, Any]) -> dict[Metric, float]:
     by_cpu = {int(c): float(n) for c, n in section["cpu"].items()}
     op = PRIMARY[storm][2]
     out: dict[Metric, float] = {}
-    for side, cpus in insn_sides(storm, res).items():
+    sides = insn_sides(storm, res)
+    if "" not in sides:
+        # the sides' total, what storm bisect --metric insn follows
+        sides = {**sides, "": set().union(*sides.values())}
+    for side, cpus in sides.items():
         cpus = cpus or set(by_cpu)
         if not cpus <= set(by_cpu):
             continue
         suffix = f".{side}" if side else ""
-        out[Metric(f"{storm}.insn_per_{op}{suffix}", "insn", "",
-                   "primary")] = sum(by_cpu[c] for c in cpus) / ops
+        role = "primary" if side or len(sides) == 1 else DERIVED
+        out[Metric(f"{storm}.insn_per_{op}{suffix}", "insn", "", role)] = \
+            sum(by_cpu[c] for c in cpus) / ops
         ticks = [res.get(f"irq.{c}.LOC") for c in cpus]
         if all(isinstance(t, (int, float)) for t in ticks):
             out[Metric(TICKS_OF(f"{storm}.insn_per_{op}{suffix}"), "count",

@@ -30,16 +30,12 @@ insmod "$KO/insnloop.ko" loops=0 2>"$d/loop-refused.err"
 echo $? >"$d/loop-refused.rc"
 tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$d/loop-refused"
 
-# storm run's capture: every run file gets its window's counts
-scripts/storm run --runs 3 --warmup 0 --results "$d/runs" --label insn \
-	ipistorm numipi=2000 single=1 wait=1 cpulist=0 offset=1 >"$d/run.out" 2>&1
-echo $? >"$d/run.rc"
-
-# A known change in one boot: the handler's loop adds 2 x handler_loops
+# storm run's capture, every run file with its window's counts; a known
+# change in one boot: the handler's loop adds 2 x handler_loops
 # instructions a call on the target (about 1% at 6 loops), against two
 # series without it (an A/A).
 for set in a0 b0 c6; do
-	scripts/storm run --runs 10 --warmup 1 --results "$d/ab" --label "$set" \
+	scripts/storm run --runs 8 --warmup 1 --results "$d/ab" --label "$set" \
 		ipistorm numipi=5000 single=1 wait=1 cpulist=0 offset=1 \
 		handler_loops="${set#?}" >"$d/ab-$set.out" 2>&1
 	echo $? >"$d/ab-$set.rc"
