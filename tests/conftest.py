@@ -26,9 +26,8 @@ from stormsuite import dmesg, interrupts, result  # noqa: E402
 KERNELS = tuple(os.environ.get("STORM_TEST_KERNELS", "6.1 6.12").split())
 GUEST_CPUS = 4
 NUMA_NODES = 2          # the "numa" group's boot: storm vm --numa 2
-# A full boot runs every check script: ~10 min with two guests sharing a
-# quiet 2-core host (556 s for 6.1, 606 s for 6.12 in CI on 2026-11-22).
-# The limit only catches a hung guest (a debug kernel needs more:
+# A full boot runs every check script: about 10 min with two guests
+# sharing a quiet 2-core host. The limit only catches a hung guest (a debug kernel needs more:
 # STORM_TEST_GUEST_TIMEOUT).
 GUEST_TIMEOUT = int(os.environ.get("STORM_TEST_GUEST_TIMEOUT", "1500"))
 # The kernel under test was built with configs/debug.config

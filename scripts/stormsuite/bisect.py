@@ -499,8 +499,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--good", required=True, help="a revision without the "
                    "change")
     p.add_argument("--bad", required=True, help="a revision with it")
-    matrix.add_guest_options(p, "endpoint, first")
-    p.set_defaults(runs=DEFAULT_RUNS)
+    matrix.add_guest_options(p, "endpoint, first", runs_=DEFAULT_RUNS)
     p.add_argument("--max-boots", type=int, default=MAX_BOOTS,
                    help="boots of one commit before the odds as they "
                    f"stand decide (default {MAX_BOOTS})")

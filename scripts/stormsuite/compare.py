@@ -425,7 +425,7 @@ def main(argv: list[str]) -> int:
         "replication. First the verdict lines: for the storm's primary "
         "metrics (time and IPIs per call, flush or op, and IPIs sent per "
         "operation with count_sent=1) the change with its "
-        "95%% confidence interval and (p=..., boots x runs), or ~ when it "
+        "95% confidence interval and (p=..., boots x runs), or ~ when it "
         "is not a change; then the within- and between-boot noise; then a "
         "table of every metric (runtime, latency percentiles, throughput, "
         "/proc/interrupts rows in total and per storm CPU): mean per set, "
@@ -445,8 +445,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("candidates", nargs="+", metavar="candidate",
                    help="labels or directories to compare with the baseline")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
-                   help="where labels live (default: the repository's "
-                   "results/)")
+                   help="where labels live (default: $STORM_RESULTS, "
+                   "else results/)")
     p.add_argument("--out", type=pathlib.Path, metavar="DIR",
                    help="write the table, JSON and PNG there (default: "
                    "print the table, write nothing: results/ holds runs, "

@@ -32,6 +32,7 @@ import time
 from typing import Sequence
 
 from . import REPO
+from .runs import RESULTS
 
 STORM = REPO / "scripts" / "storm"
 VM_STATE = REPO / "build" / "vm"   # storm vm's state directories
@@ -223,7 +224,7 @@ def run_storm(boot: Boot, *, runs: int, warmup: int, results: pathlib.Path,
         boot.guest, boot_command(boot, runs=runs, warmup=warmup,
                                  results=results, extra=extra),
         boot.name, concurrent_with,
-        [] if results.resolve() == (REPO / "results") else [results],
+        [] if results.resolve() == RESULTS.resolve() else [results],
         status_file)
     t0 = time.monotonic()
     rc = run_command(cmd, prefix)

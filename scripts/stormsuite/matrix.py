@@ -46,7 +46,7 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                       boots: int = 3, runs_: int = 5, cpus: int = 4,
                       timeout: float = 900,
                       results: pathlib.Path | None = runs.RESULTS,
-                      results_help: str = "the repository's results/"
+                      results_help: str = "$STORM_RESULTS or results/"
                       ) -> None:
     """How many boots and runs, in what guest: shared by matrix, ab,
     bisect and the seeds (with their own defaults)."""

@@ -13,9 +13,9 @@ one call in 64 by default), interpolated within its histogram bucket; the
 storm's runtime over its calls when it timed none (latency=0). The median
 because a TCG guest now and then loses its host CPU for milliseconds: a
 run with a few such stalls takes twice as long while its median call
-does not move. In an A/A of 16 boots (tests/e2e/noise-levers, 2026-11-23)
-the CV between boots was 3.2-6.4% for the median call and 9-24% for the
-trimmed mean of runtime per call. The runtime is then a secondary row.
+does not move: in an A/A of 16 boots (tests/e2e/noise-levers) the CV
+between boots was a quarter to a half of that of the trimmed mean of
+runtime per call (docs/measured.md). The runtime is then a secondary row.
 
 Every other row is secondary. Rows that restate another row (runtime of a
 fixed-count storm, throughput, /proc's IPI rows next to the module's own)

@@ -242,7 +242,7 @@ def main(argv: list[str]) -> int:
         description="Measure the verdicts' error rates on simulated noise "
         "(lognormal per-run noise, lognormal per-boot drift) through the "
         "real compare and bisect code: the A/A false-alarm rate, the power "
-        "to call 10%% and 20%% changes, and bisect accuracy.")
+        "to call 10% and 20% changes, and bisect accuracy.")
     p.add_argument("--trials", type=int, default=1000,
                    help="comparisons or bisects per figure (default 1000)")
     p.add_argument("--run-cv", type=float, default=10.0,

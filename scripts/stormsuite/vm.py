@@ -1,7 +1,8 @@
 """storm vm: boot a kernel in a QEMU guest (virtme-ng) and run a command.
 
 The guest shares the host's root read-only, runs COMMAND as root in the
-repository, and may write only to results/ (and any --rwdir). The host
+repository, and may write only to results/ ($STORM_RESULTS; and any
+--rwdir). The host
 reads the command's exit status and the guest's dmesg from a state
 directory the guest writes, so nothing depends on QEMU's own exit code.
 """
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from . import REPO, dmesg, kernels
+from . import REPO, dmesg, kernels, runs
 
 EXIT_KERNEL_PROBLEM = 3     # the command passed but dmesg shows BUG/WARNING/...
 EXIT_TIMEOUT = 124          # as timeout(1)
@@ -273,6 +274,7 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
     config, commit = kernel_identity(kernel)
     env = {
         "STORM_ACCEL": args.accel,
+        "STORM_RESULTS": str(runs.RESULTS),
         "STORM_VM_ACCEL": accel_text(args.accel),
         "STORM_VM_QEMU_VERSION": qemu_version(),
         "STORM_VM_KERNEL": kernel.release,
@@ -521,8 +523,8 @@ def main(argv: list[str]) -> int:
     if counting_insn(args):
         build_plugin()
 
-    results = REPO / "results"
-    results.mkdir(exist_ok=True)
+    results = runs.RESULTS
+    results.mkdir(parents=True, exist_ok=True)
     vmdir = REPO / "build" / "vm"
     vmdir.mkdir(parents=True, exist_ok=True)
     state = pathlib.Path(tempfile.mkdtemp(prefix="guest-", dir=vmdir))
