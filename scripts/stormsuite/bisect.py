@@ -81,7 +81,8 @@ def resolve_metric(name: str, storm: str, available: list[str]) -> str:
     'latency.p99_ns') or a full metric name."""
     candidates = [name, f"{storm}.{name}"]
     if name == "time" and storm in metrics.PRIMARY:
-        candidates.insert(0, metrics.PRIMARY[storm][0])
+        candidates[:0] = [metrics.PRIMARY[storm][0]] + (
+            [metrics.UNTIMED[storm]] if storm in metrics.UNTIMED else [])
     if name == "runtime":
         candidates.insert(0, f"{storm}.runtime_ns")
     for c in candidates:
