@@ -1,15 +1,23 @@
-"""storm simulate: the verdicts' error rates, measured on simulated noise.
+"""storm simulate: the verdicts' error rates, measured by resampling real
+boots, and on a noise model as a second check.
 
-The noise model is this suite's default path as measured here: every run's
-time per call is lognormal with a per-run CV (default 10%), and every boot
-shifts all of its runs together by a lognormal drift (default 6%): memory
-placement, host load and timer alignment of that boot. Counts follow the
-storm: one CAL per call on the target (deterministic under TCG), timer
-ticks (LOC) in proportion to the runtime, a few stray reschedule IPIs.
+Real data (--data, the default): per-boot run files of ipistorm's default
+storm on 6.1 under TCG (tests/data/boots/<name>/boots.json.gz, cut from
+real `storm matrix`, bench and bisect runs: their slow runs, the two
+clusters of call times and the boot-to-boot floor included). A
+comparison draws distinct real boots for both sides and some of each
+boot's runs; a true change of X% multiplies every time of the candidate's
+runs by 1 + X/100 (and divides its rates).
 
-The run documents made here are real storm-run documents (runs.load_run's
-schema) and go through the real verdict.build, so what is measured is the
-code users run:
+The noise model (--model): every run's time per call is lognormal with a
+per-run CV (default 10%), and every boot shifts all of its runs together
+by a lognormal drift (default 6%). Counts follow the storm: one CAL per
+call on the target (deterministic under TCG), timer ticks (LOC) in
+proportion to the runtime, a few stray reschedule IPIs.
+
+Either way the run documents are storm-run documents (runs.load_run's
+schema) and go through the real verdict.build and classify code, so what
+is measured is the code users run:
 
   aa      the fraction of A/A comparisons (same kernel, separate boots)
           that mark anything: a primary change or any * row
@@ -22,14 +30,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import gzip
+import json
 import math
+import pathlib
 import sys
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from . import classify, runs, stats, verdict
+from . import REPO, classify, metrics, runs, stats, verdict
 
 CALLS = 2000
 TICK_HZ = 250
@@ -106,6 +118,126 @@ def side(rng: np.random.Generator, noise: Noise, level: float, boots: int,
     for b in range(boots):
         docs += boot_runs(rng, noise, level, nruns, label, f"{label}-b{b}")
     return runs.series_from_runs(label, runs.RESULTS / label, docs)
+
+
+# ---------------------------------------------------------------- real boots
+
+DATA = REPO / "tests" / "data" / "boots"
+DEFAULT_DATA = "ipistorm-6.1-aa"
+Boot = list[dict[str, Any]]             # one real boot's run documents
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: pathlib.Path) -> dict[str, Any]:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def data_path(name: str) -> pathlib.Path:
+    """A data set by name (under tests/data/boots) or path."""
+    p = pathlib.Path(name)
+    if p.is_dir():
+        p = p / "boots.json.gz"
+    return p if p.is_file() else DATA / name / "boots.json.gz"
+
+
+def real_boots(name: str = DEFAULT_DATA, level: str | None = None
+               ) -> list[Boot]:
+    """The real boots of a data set (only its groups at `level`, e.g.
+    "good" or "bad" of the e2e bisect tree), each a list of run
+    documents with their metrics made once ("_metrics"). A boot's first
+    run when the boot had no warm-up run is left out: the designs
+    resampled warm up first."""
+    doc = _load(data_path(name))
+    out = []
+    for g in doc["groups"]:
+        if level is not None and g["level"] != level:
+            continue
+        for b in g["boots"]:
+            docs = []
+            for r in b["runs"]:
+                if r["run"].get("warmup") == 0 and r["run"].get("index") == 1:
+                    continue
+                d = dict(r, _path=f"{g['name']}/{b['boot_id']}/"
+                         f"{r['run'].get('index')}")
+                d["_metrics"] = metrics.of_run(d)
+                docs.append(d)
+            out.append(docs)
+    return out
+
+
+def scaled(ms: dict[metrics.Metric, float], factor: float
+           ) -> dict[metrics.Metric, float]:
+    """A run's metrics with every time multiplied by factor (rates
+    divided): what a kernel that makes the storm's work factor times as
+    slow would show."""
+    if factor == 1:
+        return ms
+    return {m: v * factor if m.kind == "time" else
+            v / factor if m.kind == "rate" else v for m, v in ms.items()}
+
+
+def resampled_side(rng: np.random.Generator, pool: list[Boot],
+                   which: Sequence[int], nruns: int, factor: float,
+                   label: str) -> runs.Series:
+    """A side of real boots pool[which], nruns of each boot's runs drawn
+    without replacement (in their order), times scaled by factor."""
+    docs = []
+    for j, k in enumerate(which):
+        boot = pool[k]
+        if len(boot) < nruns:
+            raise ValueError(f"a boot has {len(boot)} runs, fewer than "
+                             f"{nruns}")
+        for i in sorted(rng.choice(len(boot), size=nruns, replace=False)):
+            d = boot[i]
+            docs.append(dict(d, label=label,
+                             env=dict(d["env"], boot_id=f"{label}-{j}"),
+                             _metrics=scaled(d["_metrics"], factor)))
+    return runs.series_from_runs(label, runs.RESULTS / label, docs)
+
+
+def resample(rng: np.random.Generator, pool: list[Boot], change: float,
+             trials: int, boots: int, nruns: int,
+             candidates: list[Boot] | None = None) -> tuple[float, float]:
+    """(fraction with anything marked, fraction with the primary time
+    called a change) over trials comparisons of real boots: both sides
+    from pool (2 x boots distinct boots a trial) and the candidate's
+    times scaled by 1 + change; or, given candidates, the candidate's
+    boots drawn from them (a real change)."""
+    usable = [b for b in pool if len(b) >= nruns]
+    other = [b for b in candidates if len(b) >= nruns] \
+        if candidates is not None else None
+    need = 2 * boots if other is None else boots
+    if len(usable) < need or (other is not None and len(other) < boots):
+        raise ValueError(f"{len(usable)} boots with {nruns} runs or more: "
+                         f"too few for {boots}+{boots} distinct boots")
+    marked = called = 0
+    for _ in range(trials):
+        pick = rng.permutation(len(usable))[:need]
+        a = resampled_side(rng, usable, pick[:boots], nruns, 1.0, "A")
+        if other is None:
+            b = resampled_side(rng, usable, pick[boots:], nruns,
+                               1.0 + change, "B")
+        else:
+            b = resampled_side(rng, other,
+                               rng.permutation(len(other))[:boots], nruns,
+                               1.0, "B")
+        cmp = verdict.build([a, b])
+        marked += any_marked(cmp)
+        called += primary_time_called(cmp)
+    return marked / trials, called / trials
+
+
+def real_boot_numbers(pool: list[Boot], nruns: int) -> list[list[float]]:
+    """Per real boot, its runs' primary times (metrics.PRIMARY's time, or
+    the untimed runtime per call), for drawing boots' numbers quickly."""
+    out = []
+    for boot in pool:
+        if len(boot) < nruns:
+            continue
+        ms = boot[0]["_metrics"]
+        name = next(m for m in ms if m.primary and m.kind == "time")
+        out.append([d["_metrics"][name] for d in boot])
+    return out
 
 
 def any_marked(cmp: verdict.Comparison) -> bool:

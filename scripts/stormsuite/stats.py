@@ -29,7 +29,7 @@ import dataclasses
 import math
 import statistics
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -52,7 +52,8 @@ def hmean(xs: Sequence[float]) -> float:
 
 def stddev(xs: Sequence[float]) -> float:
     """Sample standard deviation (n - 1); 0 for a single value."""
-    return statistics.stdev(xs) if len(xs) > 1 else 0.0
+    return float(np.std(np.asarray(xs, dtype=float), ddof=1)) \
+        if len(xs) > 1 else 0.0
 
 
 def cv(xs: Sequence[float]) -> float:
@@ -177,51 +178,84 @@ class Estimate:
         return self.testable and (self.lo > 0 or self.hi < 0)
 
 
-def _ttest(x: np.ndarray, y: np.ndarray, confidence: float
-           ) -> tuple[float, float, float, float]:
-    """Welch: (mean(y) - mean(x), its CI low and high, two-sided p)."""
+def _ttests(x: np.ndarray, y: np.ndarray, confidence: float
+            ) -> list[tuple[float, float, float, float]]:
+    """Welch on each row of x and y (rows: metrics; columns: boots):
+    (mean(y) - mean(x), its CI low and high, two-sided p), one scipy call
+    for them all."""
     from scipy import stats as sst   # imported late: the CLI starts faster
-    diff = float(y.mean() - x.mean())
-    if x.var() == 0 and y.var() == 0:
-        # both sides constant over boots (deterministic counts)
-        return diff, diff, diff, 1.0 if diff == 0 else 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = sst.ttest_ind(y, x, equal_var=False)
-        ci = res.confidence_interval(confidence_level=confidence)
-    return diff, float(ci.low), float(ci.high), float(res.pvalue)
+    diff = y.mean(axis=1) - x.mean(axis=1)
+    const = (x.var(axis=1) == 0) & (y.var(axis=1) == 0)
+    out: list[tuple[float, float, float, float]] = []
+    if (~const).any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = sst.ttest_ind(y[~const], x[~const], axis=1,
+                                equal_var=False)
+            ci = res.confidence_interval(confidence_level=confidence)
+        tested = iter(zip(np.atleast_1d(ci.low), np.atleast_1d(ci.high),
+                          np.atleast_1d(res.pvalue)))
+    for k, d in enumerate(diff):
+        if const[k]:
+            # both sides constant over boots (deterministic counts)
+            out.append((float(d), float(d), float(d),
+                        1.0 if d == 0 else 0.0))
+        else:
+            lo, hi, p = next(tested)
+            out.append((float(d), float(lo), float(hi), float(p)))
+    return out
+
+
+def boot_changes(pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+                 logs: Sequence[bool], confidence: float = 0.95
+                 ) -> list[Estimate]:
+    """boot_change of each (base, new) pair, logs[k] its scale, with one
+    test call for all the pairs of equal sizes (compare's rows share
+    their boots)."""
+    nan = math.nan
+    out: list[Estimate | None] = [None] * len(pairs)
+    scaled: dict[tuple[int, int], list[tuple[int, np.ndarray, np.ndarray,
+                                            Any]]] = {}
+    for k, ((base, new), log) in enumerate(zip(pairs, logs)):
+        x = np.asarray(base, dtype=float)
+        y = np.asarray(new, dtype=float)
+        nb, nn = len(x), len(y)
+        if nb == 0 or nn == 0:
+            out[k] = Estimate(nan, nan, nan, nan, nb, nn)
+            continue
+        if log and not ((x <= 0).any() or (y <= 0).any()):
+            x, y = np.log(x), np.log(y)
+
+            def to_pct(d: float) -> float:
+                return 100 * math.expm1(d)
+        else:
+            ref = abs(float(x.mean()))
+
+            def to_pct(d: float, ref: float = ref) -> float:
+                return 100 * d / ref if ref else nan
+        if nb < 2 or nn < 2:
+            out[k] = Estimate(to_pct(float(y.mean() - x.mean())), nan, nan,
+                              nan, nb, nn)
+            continue
+        scaled.setdefault((nb, nn), []).append((k, x, y, to_pct))
+    for (nb, nn), group in scaled.items():
+        res = _ttests(np.array([g[1] for g in group]),
+                      np.array([g[2] for g in group]), confidence)
+        for (k, _, _, to_pct), (d, lo, hi, p) in zip(group, res):
+            out[k] = Estimate(to_pct(d), to_pct(lo), to_pct(hi), p, nb, nn)
+    return [e for e in out if e is not None]
 
 
 def boot_change(base: Sequence[float], new: Sequence[float], *,
                 log: bool, confidence: float = 0.95) -> Estimate:
     """The change from base to new, given one summary per boot on each
-    side. log: test and bound the ratio new/base on the log scale (times,
-    always positive); otherwise the difference, in percent of the
-    baseline's mean (counts, which may be 0). Fewer than two boots on a
-    side: the point estimate only."""
-    x = np.asarray(base, dtype=float)
-    y = np.asarray(new, dtype=float)
-    nb, nn = len(x), len(y)
-    nan = math.nan
-    if nb == 0 or nn == 0:
-        return Estimate(nan, nan, nan, nan, nb, nn)
-    if log:
-        if (x <= 0).any() or (y <= 0).any():
-            return boot_change(base, new, log=False, confidence=confidence)
-        x, y = np.log(x), np.log(y)
-
-        def to_pct(d: float) -> float:
-            return 100 * math.expm1(d)
-    else:
-        ref = abs(float(x.mean()))
-
-        def to_pct(d: float) -> float:
-            return 100 * d / ref if ref else nan
-    point = to_pct(float(y.mean() - x.mean()))
-    if nb < 2 or nn < 2:
-        return Estimate(point, nan, nan, nan, nb, nn)
-    d, lo, hi, p = _ttest(x, y, confidence)
-    return Estimate(to_pct(d), to_pct(lo), to_pct(hi), p, nb, nn)
+    side: Welch's t-test and its confidence interval. log: test and bound
+    the ratio new/base on the log scale (times, always positive; counts
+    with a value not above 0 fall back to the other scale); otherwise the
+    difference, in percent of the baseline's mean (counts, which may be
+    0). Both sides constant: p is 1 when equal, 0 when not. Fewer than
+    two boots on a side: the point estimate only."""
+    return boot_changes([(base, new)], [log], confidence)[0]
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -305,15 +339,26 @@ BOOTSTRAP_RESAMPLES = 2000
 
 def _within_var(runs: np.ndarray, how: str) -> float:
     """The variance of log(boot_summary) that resampling the boot's own
-    runs gives (scipy's bootstrap standard error, squared): how far the
-    number would move with other runs of the same boot."""
-    if len(runs) < 2 or np.ptp(runs) == 0:
+    runs gives (the bootstrap variance): how far the number would move
+    with other runs of the same boot. Exact for "min" (the resampled
+    minimum is the k-th smallest run with probability
+    ((r-k+1)/r)**r - ((r-k)/r)**r) and "mean" (the plug-in variance over
+    r, by the delta method on the log); scipy's bootstrap otherwise."""
+    r = len(runs)
+    if r < 2 or np.ptp(runs) == 0:
         return 0.0
+    if how == "min":
+        logs = np.log(np.sort(runs))
+        k = np.arange(r)
+        prob = ((r - k) / r) ** r - ((r - k - 1) / r) ** r
+        mean = float((prob * logs).sum())
+        return float((prob * (logs - mean) ** 2).sum())
+    if how == "mean":
+        return float(np.var(runs) / r / np.mean(runs) ** 2)
     from scipy import stats as sst
-    fn = {"min": np.min, "median": np.median, "mean": np.mean}[how]
 
     def stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.log(fn(x, axis=axis))
+        return np.log(np.median(x, axis=axis))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = sst.bootstrap((runs,), stat, n_resamples=BOOTSTRAP_RESAMPLES,

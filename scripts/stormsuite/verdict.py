@@ -17,14 +17,16 @@ Every tested row of every candidate is one hypothesis of a single family,
 fixed by the design before the data are seen (the rows both sides have,
 with at least 2 boots a side), and corrected together by a graphical
 multiple test (stats.graph_test): the primary rows of all candidates
-share alpha (1 - confidence) equally; a primary row that is rejected
-passes half of its share on to the other primary rows and half to its
-candidate's secondary rows (split evenly), and a rejected secondary row
-passes its share on to its candidate's other secondary rows. So with k
-primaries the first is tested at alpha/k as in Holm, secondary rows are
+share alpha (1 - confidence), 80% of it to the primary times and 20% to
+the other primaries (counts and instructions per operation, exact or
+nearly so under emulation: when they change their p-value is tiny),
+each part split evenly; a primary row that is rejected passes half of
+its share on to the other primary rows and half to its candidate's
+secondary rows (split evenly), and a rejected secondary row passes its
+share on to its candidate's other secondary rows. So secondary rows are
 tested only behind a primary change of their candidate, and whatever the
-dependence between rows and candidates, the chance that an A/A comparison
-marks anything stays at most alpha. The corrected p-value's row is a
+dependence between rows and candidates, the chance that an A/A
+comparison marks anything stays at most alpha. The corrected p-value's row is a
 change when it is below alpha and no rule says it is not one: a change
 below --min-effect, a count whose means are below the floor, or integer
 counts whose ranges lie exactly 1 apart (lkp-tests' changed_stat). The
@@ -35,12 +37,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from . import metrics, runs, stats
 
 FLOOR = 10.0                 # counts: means below this are not changes
 MIN_EFFECT = 1.0             # percent: smaller changes are never marked
 MEDIAN_TWIN = ".median_of_runs"   # the primary time's secondary twin row
+TIME_SHARE = 0.8             # of alpha, for the primary times (counts and
+                             # instructions are exact or nearly: when they
+                             # change their p is tiny, and needs little)
 PASS_ON = 0.5                # share a rejected primary row passes to its
                              # candidate's secondary rows (the rest goes to
                              # the other primary rows)
@@ -299,6 +305,17 @@ def check_run_counts(sets: list[runs.Series], rows: list[Row]) -> str:
     return ""
 
 
+def of_runs(docs: list[dict[str, Any]]) -> dict[metrics.Metric, list[float]]:
+    """metrics.of_runs, taking a run's metrics from its "_metrics" when
+    the caller made them already (storm simulate resamples the same real
+    runs thousands of times)."""
+    per_run = [d["_metrics"] if "_metrics" in d else metrics.of_run(d)
+               for d in docs]
+    common = [m for m in per_run[0] if all(m in p for p in per_run[1:])] \
+        if per_run else []
+    return {m: [p[m] for p in per_run] for m in common}
+
+
 def build(sets: list[runs.Series], *, confidence: float = 0.95,
           floor: float = FLOOR, min_effect: float = MIN_EFFECT,
           force: bool = False) -> Comparison:
@@ -310,7 +327,7 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
             "numbers (--force compares them anyway):\n  "
             + "\n  ".join(mismatch))
     alpha = 1 - confidence
-    per_boot = [[metrics.of_runs(b) for b in s.boots] for s in sets]
+    per_boot = [[of_runs(b) for b in s.boots] for s in sets]
     # a metric every run of every set has
     names = [m for m in per_boot[0][0]
              if all(m in b for p in per_boot for b in p)]
@@ -329,7 +346,9 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
             groups.append(g)
             values.append([x for b in g for x in b])
             boots.append([stats.boot_summary(x, how) for x in g])
-            noise.append(stats.noise(g if m.kind == "time" else [], how))
+            # the noise line is the primary times'
+            noise.append(stats.noise(
+                g if m.kind == "time" and m.primary else [], how))
         harmonic = m.kind == "rate"
         sums = [stats.summarize(v, harmonic=harmonic) for v in values]
         bsums = [stats.summarize(b) for b in boots]
@@ -379,10 +398,10 @@ def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
     nodes: list[tuple[int, int]] = []          # (row, candidate) tested
     pending: dict[tuple[int, int], tuple[stats.Estimate, str]] = {}
     for i in range(1, nsets):
-        for k, r in enumerate(rows):
-            est = stats.boot_change(r.boots[0], r.boots[i],
-                                    log=r.metric.kind == "time",
-                                    confidence=confidence)
+        ests = stats.boot_changes([(r.boots[0], r.boots[i]) for r in rows],
+                                  [r.metric.kind == "time" for r in rows],
+                                  confidence)
+        for k, (r, est) in enumerate(zip(rows, ests)):
             means = (r.boot_summaries[0].amean, r.boot_summaries[i].amean)
             rule = _not_a_change(r.metric, est, means,
                                  (r.values[0], r.values[i]), floor,
@@ -391,7 +410,8 @@ def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
             if est.testable and not r.derived:
                 nodes.append((k, i))
     weights, transitions = family_graph(
-        [(rows[k].metric.primary, i) for k, i in nodes])
+        [(rows[k].metric.primary, i, rows[k].metric.kind == "time")
+         for k, i in nodes])
     adjusted = dict(zip(nodes, stats.graph_test(
         [pending[n][0].p for n in nodes], weights, transitions)))
     primary_change = {i: any(adjusted[n] < alpha for n in nodes
@@ -414,18 +434,24 @@ def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
                               why_not=why)
 
 
-def family_graph(nodes: list[tuple[bool, int]]
+def family_graph(nodes: list[tuple[bool, int, bool]]
                  ) -> tuple[list[float], list[list[float]]]:
     """The graph of the family (module docstring) over nodes given as
-    (primary, candidate): its initial weights and transitions."""
+    (primary, candidate, a time): its initial weights and transitions."""
     n = len(nodes)
-    prim = [j for j, (p, _) in enumerate(nodes) if p]
-    w = [1.0 / len(prim) if p else 0.0 for p, _ in nodes] if prim \
-        else [0.0] * n
+    prim = [j for j, (p, _, _) in enumerate(nodes) if p]
+    times = [j for j in prim if nodes[j][2]]
+    rest = [j for j in prim if not nodes[j][2]]
+    share = TIME_SHARE if times and rest else (1.0 if times else 0.0)
+    w = [0.0] * n
+    for j in times:
+        w[j] = share / len(times)
+    for j in rest:
+        w[j] = (1.0 - share) / len(rest)
     g = [[0.0] * n for _ in range(n)]
-    for j, (p, cand) in enumerate(nodes):
+    for j, (p, cand, _) in enumerate(nodes):
         others = [k for k in prim if k != j]
-        sec = [k for k, (q, c) in enumerate(nodes)
+        sec = [k for k, (q, c, _) in enumerate(nodes)
                if not q and c == cand and k != j]
         if p:
             share = PASS_ON if others and sec else (1.0 if sec else 0.0)
