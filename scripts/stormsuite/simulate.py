@@ -297,17 +297,57 @@ class BisectPlan:
 
 def boot_summaries(rng: np.random.Generator, noise: Noise, level: float,
                    n: int, nruns: int) -> list[float]:
-    """n boots' numbers, as bisect takes them (stats.boot_summary)."""
+    """n boots' numbers of the primary time, as bisect takes them
+    (stats.boot_summary, the fastest run)."""
     out = []
     for _ in range(n):
         drift = rng.normal(0, noise.boot_cv)
         vals = noise.base_ns * level * np.exp(
             drift + rng.normal(0, noise.run_cv, nruns))
-        out.append(stats.boot_summary(list(vals), robust=True))
+        out.append(stats.boot_summary(list(vals), "min"))
     return out
 
 
-def bisect_once(rng: np.random.Generator, noise: Noise, effect: float,
+@dataclasses.dataclass(frozen=True)
+class RealNoise:
+    """Boots' numbers drawn from real boots: each boot's runs' primary
+    times over the level of its group (the median over the group's boots
+    of their fastest run), so that groups at different levels (the good
+    and the bad commits of a bisect) pool."""
+    boots: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def of(cls, *pools: list[Boot]) -> "RealNoise":
+        out = []
+        for pool in pools:
+            numbers = real_boot_numbers(pool, 1)
+            level = float(np.median([min(b) for b in numbers]))
+            out += [tuple(x / level for x in b) for b in numbers]
+        return cls(tuple(out))
+
+    def summaries(self, rng: np.random.Generator, level: float, n: int,
+                  nruns: int) -> list[float]:
+        """n boots at level: each a real boot drawn at random (with
+        replacement), nruns of its runs (without), its fastest run."""
+        usable = [b for b in self.boots if len(b) >= nruns]
+        out = []
+        for k in rng.integers(len(usable), size=n):
+            b = usable[k]
+            pick = rng.choice(len(b), size=nruns, replace=False)
+            out.append(level * stats.boot_summary([b[i] for i in pick],
+                                                  "min"))
+        return out
+
+
+def draw_boots(rng: np.random.Generator, noise: Noise | RealNoise,
+               level: float, n: int, nruns: int) -> list[float]:
+    if isinstance(noise, RealNoise):
+        return noise.summaries(rng, level, n, nruns)
+    return boot_summaries(rng, noise, level, n, nruns)
+
+
+def bisect_once(rng: np.random.Generator, noise: Noise | RealNoise,
+                effect: float,
                 ncommits: int, culprit: int, plan: BisectPlan
                 ) -> tuple[int | None, int]:
     """One simulated bisect of commits 1..ncommits (0 is good, ncommits
@@ -319,7 +359,7 @@ def bisect_once(rng: np.random.Generator, noise: Noise, effect: float,
     def measure(k: int, n: int) -> list[float]:
         nonlocal used
         used += n
-        return boot_summaries(rng, noise, level(k), n, plan.runs)
+        return draw_boots(rng, noise, level(k), n, plan.runs)
 
     used = 0
     good = measure(0, plan.boots)
@@ -353,7 +393,8 @@ def bisect_once(rng: np.random.Generator, noise: Noise, effect: float,
     return hi, used
 
 
-def bisect_accuracy(rng: np.random.Generator, noise: Noise, effect: float,
+def bisect_accuracy(rng: np.random.Generator, noise: Noise | RealNoise,
+                    effect: float,
                     trials: int, ncommits: int, plan: BisectPlan
                     ) -> tuple[float, float]:
     """(fraction right, mean boots per bisect), the culprit drawn
