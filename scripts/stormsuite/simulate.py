@@ -165,6 +165,11 @@ def real_boots(name: str = DEFAULT_DATA, level: str | None = None
     return out
 
 
+def levels(name: str = DEFAULT_DATA) -> list[str]:
+    """The levels of a data set's groups ("aa"; "good" and "bad")."""
+    return sorted({g["level"] for g in _load(data_path(name))["groups"]})
+
+
 def scaled(ms: dict[metrics.Metric, float], factor: float
            ) -> dict[metrics.Metric, float]:
     """A run's metrics with every time multiplied by factor (rates
@@ -412,18 +417,29 @@ def bisect_accuracy(rng: np.random.Generator, noise: Noise | RealNoise,
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="storm simulate",
-        description="Measure the verdicts' error rates on simulated noise "
-        "(lognormal per-run noise, lognormal per-boot drift) through the "
-        "real compare and bisect code: the A/A false-alarm rate, the power "
-        "to call 10%% and 20%% changes, and bisect accuracy.")
+        description="Measure the verdicts' error rates through the real "
+        "compare and bisect code: the A/A false-alarm rate, the power to "
+        "call 5%%, 10%% and 20%% changes, and bisect accuracy. By default "
+        "on real boots (resampling the per-boot run files of a data set "
+        "under tests/data/boots); with --model on lognormal per-run noise "
+        "and per-boot drift.")
+    p.add_argument("--data", default=DEFAULT_DATA, metavar="NAME",
+                   help="real boots: a data set under tests/data/boots or "
+                   f"its directory (default {DEFAULT_DATA})")
+    p.add_argument("--level", help="the data set's boots at this level "
+                   "(e.g. good or bad of the e2e tree) for A/A and power; "
+                   "needed when it has several")
+    p.add_argument("--model", action="store_true",
+                   help="the lognormal model instead of real boots")
     p.add_argument("--trials", type=int, default=1000,
                    help="comparisons or bisects per figure (default 1000)")
     p.add_argument("--run-cv", type=float, default=10.0,
-                   help="per-run noise, CV in percent (default 10)")
+                   help="--model: per-run noise, CV in percent (default 10)")
     p.add_argument("--boot-cv", type=float, default=6.0,
-                   help="per-boot drift, CV in percent (default 6)")
-    p.add_argument("--boots", type=int, default=3,
-                   help="boots per side (default 3)")
+                   help="--model: per-boot drift, CV in percent "
+                   "(default 6)")
+    p.add_argument("--boots", type=int, default=8,
+                   help="boots per side (default 8)")
     p.add_argument("--runs", type=int, default=5,
                    help="runs per boot (default 5)")
     p.add_argument("--bisect-runs", type=int, default=BisectPlan.runs,
@@ -434,28 +450,53 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=1, help="random seed")
     p.add_argument("--only", choices=("aa", "power", "bisect", "detectable"),
                    help="one figure only (detectable: the smallest change "
-                   "called 90%% of the time, not run by default)")
+                   "called 90%% of the time, --model only, not run by "
+                   "default)")
     args = p.parse_args(argv)
     if args.trials < 1 or args.boots < 1 or args.runs < 1:
         p.error("--trials, --boots and --runs must be positive")
     rng = np.random.default_rng(args.seed)
     noise = Noise(args.run_cv / 100, args.boot_cv / 100)
-    print(f"noise: per-run CV {args.run_cv:g}%, per-boot drift "
-          f"{args.boot_cv:g}%; {args.boots} boots x {args.runs} runs a side; "
-          f"{args.trials} trials, seed {args.seed}")
+    pool: list[Boot] = []
+    if args.model:
+        print(f"noise: lognormal, per-run CV {args.run_cv:g}%, per-boot "
+              f"drift {args.boot_cv:g}%; {args.boots} boots x {args.runs} "
+              f"runs a side; {args.trials} trials, seed {args.seed}")
+    else:
+        if not data_path(args.data).is_file():
+            p.error(f"no data set {args.data!r} ({data_path(args.data)})")
+        have = levels(args.data)
+        level = args.level or (have[0] if len(have) == 1 else None)
+        if level not in have and args.only in (None, "aa", "power"):
+            p.error(f"{args.data}: give --level, one of {', '.join(have)}")
+        pool = real_boots(args.data, level)
+        print(f"noise: {len(pool)} real boots of {args.data} at level "
+              f"{level or ', '.join(have)} (resampled); "
+              f"{args.boots} boots x {args.runs} runs a side; "
+              f"{args.trials} trials, seed {args.seed}")
+
+    def rates(change: float) -> tuple[float, float]:
+        if args.model:
+            return comparisons(rng, noise, change, args.trials, args.boots,
+                               args.runs)
+        return resample(rng, pool, change, args.trials, args.boots,
+                        args.runs)
     t0 = time.monotonic()
-    if args.only in (None, "aa"):
-        marked, called = comparisons(rng, noise, 0.0, args.trials,
-                                     args.boots, args.runs)
-        print(f"A/A: {100 * marked:.1f}% marked anything, "
-              f"{100 * called:.1f}% called the primary time a change")
-    if args.only in (None, "power"):
-        for change in (0.05, 0.10, 0.20):
-            _, called = comparisons(rng, noise, change, args.trials,
-                                    args.boots, args.runs)
-            print(f"power: a {100 * change:g}% change called in "
-                  f"{100 * called:.1f}%")
+    try:
+        if args.only in (None, "aa"):
+            marked, called = rates(0.0)
+            print(f"A/A: {100 * marked:.1f}% marked anything, "
+                  f"{100 * called:.1f}% called the primary time a change")
+        if args.only in (None, "power"):
+            for change in (0.05, 0.10, 0.20):
+                _, called = rates(change)
+                print(f"power: a {100 * change:g}% change called in "
+                      f"{100 * called:.1f}%")
+    except ValueError as e:
+        p.error(str(e))
     if args.only == "detectable":
+        if not args.model:
+            p.error("--only detectable needs --model")
         found, tried = smallest_detectable(rng, noise, args.boots, args.runs,
                                            args.trials)
         print("power: " + ", ".join(f"{100 * c:g}% {100 * p:.0f}%"
@@ -464,9 +505,18 @@ def main(argv: list[str]) -> int:
               + (f"{100 * found:g}%" if found else
                  f"more than {100 * DETECT_GRID[-1]:g}%"))
     if args.only in (None, "bisect"):
-        plan = BisectPlan(boots=args.boots, runs=args.bisect_runs)
-        for effect in (0.10, 0.20):
-            right, boots = bisect_accuracy(rng, noise, effect, args.trials,
+        plan = BisectPlan(boots=min(args.boots, BisectPlan.boots),
+                          runs=args.bisect_runs)
+        # every level's boots over their level
+        drawn: Noise | RealNoise = noise if args.model else \
+            RealNoise.of(*[real_boots(args.data, lv)
+                           for lv in levels(args.data)])
+        if isinstance(drawn, RealNoise) and \
+                not any(len(b) >= plan.runs for b in drawn.boots):
+            p.error(f"the data set's boots have fewer than {plan.runs} "
+                    "runs: give --bisect-runs")
+        for effect in (0.05, 0.10, 0.20):
+            right, boots = bisect_accuracy(rng, drawn, effect, args.trials,
                                            args.commits, plan)
             print(f"bisect: a {100 * effect:g}% regression in "
                   f"{args.commits} commits named right in {100 * right:.1f}%"
