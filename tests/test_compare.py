@@ -608,28 +608,54 @@ def test_a_busy_host_is_reported(tmp_path):
 
 def test_report_styles():
     """storm report on the captured 6.12 runs, HLT idle against idle=poll:
-    the 0-day table and the mmtests blocks, numbers from the comparison."""
+    the 0-day table and the mmtests blocks carry compare's numbers (the
+    per-boot means, its estimate and marker), its verdict lines and its
+    warnings."""
     from stormsuite import report
-    cmp = compare.build([load("base"), load("poll")])
+    cmp = compare.build([booted("base"), booted("poll")])
     rows = {r.metric.name: r for r in cmp.rows}
-    time = rows["ipistorm.time_per_call_ns"].summaries
+    time = rows["ipistorm.time_per_call_ns"]
+    ipis = rows["ipistorm.ipis_per_call"]
     text = report.zeroday(cmp)
     lines = text.splitlines()
-    assert lines[0] == ("ipistorm cpulist=0 delay=50 numipi=500 offset=1 "
+    assert lines[0] == ("ipistorm  cpulist=0 delay=50 numipi=500 offset=1 "
                         "single=1 wait=1")
-    assert lines[4].strip() == "%stddev     %change         %stddev"
+    # compare's verdict lines, as compare prints them
+    for v in compare.verdict_lines(cmp):
+        assert v in lines
+    assert any(x.strip() == "%stddev     %change         %stddev"
+               for x in lines)
     line = next(x for x in lines if x.endswith("ipistorm.time_per_call_ns"))
-    pct = (time[1].amean / time[0].amean - 1) * 100
-    assert f"{pct:+.1f}%" in line
-    assert f"{time[0].amean:.0f}" in line and f"{time[1].amean:.0f}" in line
-    # the IPIs drop with idle=poll: a marked row, so it is listed
-    assert any(x.endswith("ipistorm.ipis_per_call") for x in lines)
+    assert f"{time.changes[1].pct:+.2f}%" in line
+    assert f"{time.boot_summaries[0].amean:.0f}" in line
+    assert f"{time.boot_summaries[1].amean:.0f}" in line
+    # the IPIs drop with idle=poll: compare's change, marked
+    line = next(x for x in lines if x.endswith("ipistorm.ipis_per_call"))
+    assert ipis.changes[1].significant
+    assert f"{ipis.changes[1].pct:+.2f}% *" in line
+    # and compare's warnings
+    for w in cmp.warnings:
+        assert f"warning: {w}" in lines
+    assert any("emulation" in w for w in cmp.warnings)
     mm = report.mmtests(cmp)
     assert "Units         : Normalized time per call" in mm
     assert "Interpretation: Lower is better" in mm
+    assert "Statistic     : AMean over boots of the fastest of its runs" in mm
     base_line = next(x for x in mm.splitlines()
                      if x.startswith(L["base"]))
     assert "1.00 [  0.00]" in base_line
     poll_line = next(x for x in mm.splitlines() if x.startswith(L["poll"]))
-    ratio = time[1].mean / time[0].mean
-    assert f"{ratio:6.2f} [{(1 - ratio) * 100:6.2f}]" in poll_line
+    pct = time.changes[1].pct
+    assert f"{1 + pct / 100:6.2f} [{-pct:6.2f}]" in poll_line
+    assert compare.verdict_lines(cmp)[0] in mm
+    assert f"warning: {cmp.warnings[-1]}" in mm
+
+
+def test_report_of_one_boot_a_side_says_so():
+    """A box workflow's sets (one boot each): the report carries compare's
+    ~ and its warning, not a bare number."""
+    from stormsuite import report
+    cmp = compare.build([load("base"), load("poll")])
+    text = report.zeroday(cmp)
+    assert "fewer than 2 boots a side" in text
+    assert "one boot: no test is possible" in text
