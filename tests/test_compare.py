@@ -659,3 +659,26 @@ def test_report_of_one_boot_a_side_says_so():
     text = report.zeroday(cmp)
     assert "fewer than 2 boots a side" in text
     assert "one boot: no test is possible" in text
+
+
+def test_the_box_workflow_gives_a_verdict(tmp_path):
+    """On a test box: `storm run --series ID` once per boot of each
+    kernel, into one label, then compare. The runs of one series group
+    by boot, and the verdict is tested (no "fewer than 2 boots")."""
+    sides = []
+    for key, name in (("base", "box-a"), ("poll", "box-b")):
+        d = copy_series(key, tmp_path / name)
+        files = sorted(d.glob("run-*.json"))
+        for i, f in enumerate(files[:4]):
+            doc = json.loads(f.read_text())
+            doc["run"]["series"] = f"{name}-series"
+            doc["env"]["boot_id"] = f"{name}-boot{i // 2}"
+            f.write_text(json.dumps(doc))
+        for f in files[4:]:
+            f.unlink()
+        sides.append(runs.load_series(d))
+    assert [len(s.boots) for s in sides] == [2, 2]
+    cmp = compare.build(sides)
+    c = {r.metric.name: r for r in cmp.rows}["ipistorm.ipis_per_call"]
+    assert c.changes[1].significant
+    assert not any("one boot" in w for w in cmp.warnings)

@@ -205,8 +205,10 @@ def env_warnings(sets: list[runs.Series]) -> list[str]:
                        "out (LABEL@ID picks one, --pool takes all)")
         if len(s.boots) < 2:
             out.append(f"{s.label}: one boot: no test is possible (boots, "
-                       "not runs, are the unit of replication); use "
-                       "--boots 3 or more")
+                       "not runs, are the unit of replication): storm "
+                       "matrix and ab take --boots 3 or more; on a test "
+                       "box, reboot and `storm run --series ID` again "
+                       "into the same label, 3 boots or more")
     base = sets[0]
     for name in ENV_SHOULD_MATCH:
         for s in sets[1:]:
