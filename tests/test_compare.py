@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -682,3 +683,65 @@ def test_the_box_workflow_gives_a_verdict(tmp_path):
     c = {r.metric.name: r for r in cmp.rows}["ipistorm.ipis_per_call"]
     assert c.changes[1].significant
     assert not any("one boot" in w for w in cmp.warnings)
+
+
+def test_matrix_vary_a_parameter(monkeypatch, tmp_path, capsys):
+    """--vary handler_ns=0,250: one kernel, two sides that differ in the
+    module parameter only; compare takes them (they differ by design)
+    and calls what the parameter costs."""
+    made = []
+
+    class K:
+        def __init__(self, release):
+            self.release = release
+
+    release = L["base"]
+    monkeypatch.setattr(matrix.kernels, "resolve", lambda spec: K(release))
+    monkeypatch.setattr(matrix.guest, "build_modules", lambda k: None)
+
+    def fake_run_storm(boot, *, runs, warmup, results,
+                       concurrent_with="", extra=(), prefix=""):
+        made.append(boot)
+        [step] = boot.steps
+        params = dict(p.split("=", 1) for p in step.params)
+        files = []
+        for i, f in enumerate(sorted(load("base").dir.glob("run-*.json"))):
+            doc = json.loads(f.read_text())
+            doc["params"] = params
+            doc["result"]["param.handler_ns"] = int(params["handler_ns"])
+            # the handler's 250 ns on every call, and some boot noise
+            slower(doc, (1.5 if params["handler_ns"] == "250" else 1.0)
+                   * (1 + 0.01 * (int(boot.name[-3]) % 3)))
+            doc["env"]["boot_id"] = boot.name
+            doc["run"]["series"] = boot.series
+            out = tmp_path / "res" / boot.label / f"run-{boot.name[-3]}-{i}.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(doc))
+            files.append(out)
+        return matrix.guest.BootResult(boot, files, 1.0, concurrent_with)
+
+    monkeypatch.setattr(matrix.guest, "run_storm", fake_run_storm)
+    rc = matrix.main(["--vary", "handler_ns=0,250", "--runs", "5",
+                      "--boots", "3", "--out", str(tmp_path),
+                      "ipistorm", "numipi=500", "single=1", "wait=1"])
+    assert rc == 0
+    assert {b.label for b in made} == {f"{release}_handler_ns=0",
+                                       f"{release}_handler_ns=250"}
+    assert {b.steps[0].params for b in made} == {
+        ("numipi=500", "single=1", "wait=1", "handler_ns=0"),
+        ("numipi=500", "single=1", "wait=1", "handler_ns=250")}
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("time per call"))
+    assert re.search(r"\+(4[5-9]|5[0-5])\.\d% \[", line), line
+    assert "3+3 boots x 5 runs" in line
+    assert "differ in handler_ns (0, 250) by design" in out
+    assert "resolved parameters differently" not in out
+
+
+def test_matrix_vary_needs_two_values():
+    with pytest.raises(ValueError):
+        matrix.parse_vary("handler_ns=0")
+    with pytest.raises(ValueError):
+        matrix.parse_vary("handler_ns")
+    assert matrix.parse_vary("handler_ns=0,250") == ("handler_ns",
+                                                     ["0", "250"])

@@ -354,7 +354,8 @@ def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
     done = []
     for group in pair(sides):
         cmp = build(group, confidence=args.confidence, floor=args.floor,
-                    min_effect=args.min_effect, force=args.force)
+                    min_effect=args.min_effect, force=args.force,
+                    vary=getattr(args, "vary_params", ()))
         table = render(cmp, show_all=args.all)
         print(table)
         if not args.no_write:

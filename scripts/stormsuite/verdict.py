@@ -154,11 +154,17 @@ class Comparison:
 # ---------------------------------------------------------------------
 # Refusals
 
-def check_same(sets: list[runs.Series]) -> None:
-    """Refuse to compare different storms or parameters."""
+def _key(s: runs.Series, vary: tuple[str, ...]) -> tuple[Any, ...]:
+    return (s.storm, tuple(sorted((k, v) for k, v in s.params.items()
+                                  if k not in vary)))
+
+
+def check_same(sets: list[runs.Series], vary: tuple[str, ...] = ()) -> None:
+    """Refuse to compare different storms or parameters (but for the
+    parameters in vary, which the sets differ in by design)."""
     base = sets[0]
     for s in sets[1:]:
-        if s.key != base.key:
+        if _key(s, vary) != _key(base, vary):
             raise CompareError(
                 "refusing to compare different storms or parameters:\n"
                 f"  {base.label}: {base.what}\n  {s.label}: {s.what}")
@@ -191,7 +197,8 @@ def env_mismatches(sets: list[runs.Series]) -> list[str]:
     return out
 
 
-def env_warnings(sets: list[runs.Series]) -> list[str]:
+def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = ()
+                 ) -> list[str]:
     out = []
     for s in sets:
         for name in ("kernel_release", "boot_args"):
@@ -224,7 +231,8 @@ def env_warnings(sets: list[runs.Series]) -> list[str]:
     b = effective(base)
     for s in sets[1:]:
         e = effective(s)
-        diff = sorted(k for k in set(b) | set(e) if b.get(k) != e.get(k))
+        diff = sorted(k for k in set(b) | set(e) if b.get(k) != e.get(k)
+                      and k.removeprefix("param.") not in vary)
         if diff:
             out.append(f"{s.label}: the module resolved parameters "
                        "differently: " + ", ".join(
@@ -320,8 +328,10 @@ def of_runs(docs: list[dict[str, Any]]) -> dict[metrics.Metric, list[float]]:
 
 def build(sets: list[runs.Series], *, confidence: float = 0.95,
           floor: float = FLOOR, min_effect: float = MIN_EFFECT,
-          force: bool = False) -> Comparison:
-    check_same(sets)
+          force: bool = False, vary: tuple[str, ...] = ()) -> Comparison:
+    """Compare sets[1:] with sets[0] (the module docstring). vary: module
+    parameters the sets differ in by design (storm matrix --vary)."""
+    check_same(sets, vary)
     mismatch = env_mismatches(sets)
     if mismatch and not force:
         raise CompareError(
@@ -368,7 +378,11 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
     _mark_duplicate_cpu_rows(rows)
     decide(rows, len(sets), alpha, confidence, floor, min_effect)
     rows.sort(key=lambda r: _order(r.metric))
-    warnings = env_warnings(sets)
+    warnings = env_warnings(sets, vary)
+    if vary:
+        warnings.insert(0, "the sets differ in " + ", ".join(
+            f"{k} ({', '.join(str(s.params.get(k, '-')) for s in sets)})"
+            for k in vary) + " by design (--vary)")
     if mismatch:
         warnings = [f"compared although {x} (--force)" for x in mismatch] \
             + warnings
