@@ -714,7 +714,8 @@ def test_matrix_vary_a_parameter(monkeypatch, tmp_path, capsys):
                    * (1 + 0.01 * (int(boot.name[-3]) % 3)))
             doc["env"]["boot_id"] = boot.name
             doc["run"]["series"] = boot.series
-            out = tmp_path / "res" / boot.label / f"run-{boot.name[-3]}-{i}.json"
+            out = (tmp_path / "res" / boot.label
+                   / f"run-{boot.name[-3]}-{i}.json")
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(doc))
             files.append(out)

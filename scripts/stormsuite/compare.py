@@ -151,7 +151,8 @@ def noise_lines(cmp: Comparison) -> list[str]:
         out.append(f"noise ({r.metric.name}, a boot's number "
                    f"{SUMMARY_TEXT[verdict.summary_of(r.metric)]}): CV of "
                    "the boots' numbers, split into what resampling a boot's "
-                   "own runs gives and what the boots add: " + "; ".join(parts))
+                   "own runs gives and what the boots add: "
+                   + "; ".join(parts))
     return out
 
 
