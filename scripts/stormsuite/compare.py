@@ -144,14 +144,14 @@ def noise_lines(cmp: Comparison) -> list[str]:
     for r in cmp.primary:
         if r.metric.kind != "time":
             continue
-        parts = [f"{s.label} {_cv(n.tested_cv)} (within {_cv(n.within_cv)}"
-                 f", between {_cv(n.between_cv)}; single runs "
-                 f"{_cv(n.runs_cv)})"
+        parts = [f"{s.label} {_cv(n.within_cv)} within, "
+                 f"{_cv(n.between_cv)} between (boots {_cv(n.tested_cv)}; "
+                 f"single runs {_cv(n.runs_cv)})"
                  for s, n in zip(cmp.sets, r.noise)]
         out.append(f"noise ({r.metric.name}, a boot's number "
-                   f"{SUMMARY_TEXT[verdict.summary_of(r.metric)]}): CV of "
-                   "the boots' numbers, split into what resampling a boot's "
-                   "own runs gives and what the boots add: "
+                   f"{SUMMARY_TEXT[verdict.summary_of(r.metric)]}): the CV "
+                   "of the boots' numbers split into what resampling a "
+                   "boot's own runs gives and what the boots add: "
                    + "; ".join(parts))
     return out
 
