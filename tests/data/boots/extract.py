@@ -1,7 +1,8 @@
 """How the per-boot data sets in this directory were made: real run files
 of ipistorm's default storm (numipi=20000 single=1 wait=1 cpulist=0
 offset=1, 4 vCPUs under TCG, one QEMU thread) that `storm matrix`, the
-noise-levers bench and the e2e bisects wrote under results/, cut down to
+noise-levers bench and the e2e bisects wrote under results/, and of the
+tlbstorm and slabstorm commands of the detectable bench, cut down to
 the fields the verdict reads (the result, the IPI and timer rows of
 /proc/interrupts, the environment fields compare checks) and grouped by
 session and boot.
@@ -27,6 +28,8 @@ REPO = HERE.parents[2]
 DEFAULT = {"cpulist": "0", "numipi": "20000", "offset": "1", "single": "1",
            "wait": "1"}
 SERIES = "ipistorm-cpulist_0-numipi_20000-offset_1-single_1-wait_1"
+TLB = {"numflush": "200"}
+SLAB = {"mode": "create", "numcache": "2000"}
 ROWS = ("CAL", "TLB", "RES", "LOC")
 ENV = ("kernel_release", "boot_id", "virtualization", "accel", "cpu_count",
        "cpu_model", "qemu_version", "host_cpus", "boot_args", "idle",
@@ -34,10 +37,11 @@ ENV = ("kernel_release", "boot_id", "virtualization", "accel", "cpu_count",
 RUN = ("index", "runs", "warmup", "series", "started", "traced",
        "insmod_ns", "host_load_start", "host_load_end")
 
-# (data set, group name, level, series directories): every directory's
-# runs, grouped by session (run.series) and then by boot
+# data set: (the storm's parameters, [(group name, level, series
+# directories)]): every directory's runs, grouped by session (run.series)
+# and then by boot
 SETS = {
-    "ipistorm-6.1-aa": [
+    "ipistorm-6.1-aa": (DEFAULT, [
         ("detectable-" + t, "aa", [
             f"results/bench/detectable-{t}/runs/6.1.0-56-amd64.{s}/{SERIES}"
             for s in "ab"])
@@ -47,8 +51,8 @@ SETS = {
         ("noise-levers", "aa",
          [f"results/bench/noise-levers-20261123T231134Z/runs/short/{SERIES}"]),
         ("matrix-6.1", "aa", [f"results/6.1.0-56-amd64/{SERIES}"]),
-    ],
-    "ipistorm-6.1-e2e": [
+    ]),
+    "ipistorm-6.1-e2e": (DEFAULT, [
         (f"{tree}-{commit}", level, [
             f"results/bisect/{tree}/runs/{d}/{SERIES}"
             for d in dirs])
@@ -60,7 +64,19 @@ SETS = {
             ("63e7a68", "bad", ["63e7a684bf05"]),
             ("885a90a", "bad", ["885a90a0ac48"]),
             ("9de411c", "bad", ["9de411cd01f0"]))
-    ],
+    ]),
+    # slabstorm: the one session after the bench's two fixes (launch
+    # order, captures kept in the guest)
+    "tlbstorm-6.1-aa": (TLB, [
+        ("detectable-" + t, "aa", [
+            f"results/bench/detectable-{t}/runs/6.1.0-56-amd64.{s}/"
+            "tlbstorm-numflush_200" for s in "ab"])
+        for t in ("20261123T212229Z", "20261124T001153Z")]),
+    "slabstorm-6.1-aa": (SLAB, [
+        ("detectable-20261124T001153Z", "aa", [
+            "results/bench/detectable-20261124T001153Z/runs/"
+            f"6.1.0-56-amd64.{s}/slabstorm-mode_create-numcache_2000"
+            for s in "ab"])]),
 }
 
 
@@ -89,7 +105,7 @@ def main() -> int:
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
                             check=True, capture_output=True,
                             text=True).stdout.strip()
-    for name, groups in SETS.items():
+    for name, (params, groups) in SETS.items():
         out = []
         for gname, level, dirs in groups:
             sessions: dict[str, dict[str, list]] = collections.defaultdict(
@@ -97,8 +113,9 @@ def main() -> int:
             for d in dirs:
                 for f in tracked(d):
                     doc = json.loads(f.read_text())
-                    if doc["params"] != DEFAULT or doc["run"].get("traced") \
-                            or "latency.hist" not in doc["result"]:
+                    if doc["params"] != params or doc["run"].get("traced") \
+                            or (doc["storm"] == "ipistorm"
+                                and "latency.hist" not in doc["result"]):
                         continue
                     sid = doc["run"].get("series")
                     bid = doc["env"].get("boot_id")
@@ -115,8 +132,8 @@ def main() -> int:
                         r, key=lambda x: x["run"]["started"] +
                         f"{x['run']['index']:04d}")}
                         for b, r in boots.items()]})
-        doc = {"what": f"{name}: real per-boot runs of ipistorm's default "
-               "storm, cut from the run files under results/ at commit "
+        doc = {"what": f"{name}: real per-boot runs, cut from the run "
+               "files under results/ at commit "
                f"{commit} by tests/data/boots/extract.py",
                "groups": out}
         path = HERE / name / "boots.json.gz"
