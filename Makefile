@@ -4,6 +4,7 @@
 # make KDIR=<dir>       ... for the kernel whose headers or build tree is <dir>
 # make all-kernels      ... for every kernel with headers in /lib/modules
 # make check            W=1 build for every installed kernel, fail on warnings
+# make plugin           the storm-insn QEMU plugin (build/qemu-plugin/)
 # make deps             install what the suite needs (scripts/setup)
 # make test             the test suite (what CI runs)
 #
@@ -18,9 +19,21 @@ MODULES := $(patsubst %/,%,$(dir $(wildcard */*storm.c)))
 BUILD := build/$(KREL)
 V ?= 0
 
-.PHONY: all modules all-kernels check clean deps test demo
+.PHONY: all modules all-kernels check clean deps test demo plugin
 
-all: modules
+all: modules plugin
+
+# The instruction counter for TCG guests: a host shared object, not a
+# module. -Werror: it is small and has no excuse for a warning.
+PLUGIN := build/qemu-plugin/storm-insn.so
+PLUGIN_CFLAGS := -O2 -Wall -Wextra -Wno-unused-parameter -Werror -fPIC \
+	-shared -fvisibility=hidden
+
+plugin: $(PLUGIN)
+
+$(PLUGIN): qemu-plugin/storm-insn.c qemu-plugin/qemu_plugin_abi.h include/storm_mark.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_CFLAGS) -o $@ $< -lpthread
 
 modules:
 	@if [ -z "$(KREL)" ]; then \
@@ -33,6 +46,7 @@ modules:
 	@ln -sfn ../../include $(BUILD)/include
 	@ln -sf ../../Kbuild $(BUILD)/Kbuild
 	@for m in $(MODULES); do ln -sf ../../$$m/$$m.c $(BUILD)/$$m.c; done
+	@ln -sf ../../tests/kmod/insnloop.c $(BUILD)/insnloop.c
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) V=$(V) modules
 	@ls $(BUILD)/*.ko
 
@@ -49,8 +63,8 @@ check:
 		rel=$$(basename $$(dirname $$d)); \
 		rm -rf build/$$rel; \
 		$(MAKE) --no-print-directory KDIR=$$d W=1 modules 2>&1 | tee build/.check.log; \
-		if grep -q 'warning:' build/.check.log; then \
-			echo "error: W=1 warnings for $$rel" >&2; exit 1; fi; \
+		if grep -qE 'warning:|error:' build/.check.log; then \
+			echo "error: W=1 warnings or errors for $$rel" >&2; exit 1; fi; \
 	done
 
 clean:

@@ -20,6 +20,7 @@
 #include <linux/atomic.h>
 #include <linux/bitops.h>
 #include <linux/completion.h>
+#include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/debugfs.h>
@@ -40,6 +41,8 @@
 #include <asm/hardirq.h>
 #endif
 
+#include "storm_mark.h"
+#include "storm_pmu.h"
 #include "storm_sent.h"
 
 /*
@@ -414,6 +417,8 @@ static inline int storm_module_start(struct storm_module *sm)
 	int ret;
 
 	ret = storm_sent_start();
+	if (!ret)
+		ret = storm_pmu_start();
 	if (ret)
 		goto err;
 	if (!sm->background) {
@@ -440,6 +445,7 @@ err:
 	storm_hotplug_unwatch();
 	sm->free();
 	storm_sent_free();
+	storm_pmu_free();
 	return ret;
 }
 
@@ -462,6 +468,7 @@ static inline void storm_module_exit(struct storm_module *sm)
 	sm->result_dir = NULL;
 	sm->free();
 	storm_sent_free();
+	storm_pmu_free();
 }
 
 /* ---------------------------------------------------------------------
@@ -582,6 +589,7 @@ struct storm_irqs {
 	u64 cal;
 	u64 res;
 	u64 tlb;
+	u64 loc;			/* local timer interrupts: ticks */
 	bool online;			/* when the snapshot was taken */
 };
 
@@ -593,10 +601,30 @@ static inline void storm_irqs_read(int cpu, struct storm_irqs *s)
 	s->cal = READ_ONCE(st->irq_call_count);
 	s->res = READ_ONCE(st->irq_resched_count);
 	s->tlb = READ_ONCE(st->irq_tlb_count);
+#ifdef CONFIG_X86_LOCAL_APIC
+	s->loc = READ_ONCE(st->apic_timer_irqs);
+#endif
 #else
 	memset(s, 0, sizeof(*s));
 #endif
 	s->online = cpu_online(cpu);
+}
+
+/*
+ * storm_mark(STORM_MARK_BEGIN or _END): the marker NOP (storm_mark.h) that an
+ * instruction counter outside the guest records, next to the snapshots so
+ * that its counts cover the window the interrupt counts cover. A compiler
+ * barrier, so that the window's loads and stores stay on their side of it.
+ */
+static __always_inline void storm_mark(const unsigned int id)
+{
+#ifdef CONFIG_X86
+	/* "i": inlined, id is the constant the plugin reads back */
+	asm volatile(".byte 0x66, 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"
+		     : : "i" (STORM_MARK_MAGIC | id) : "memory");
+#else
+	barrier();
+#endif
 }
 
 /* Snapshot of every possible CPU: an array of nr_cpu_ids entries. */
@@ -626,6 +654,7 @@ static inline void storm_irqs_delta(const struct storm_irqs *before,
 	d->cal = storm_irq_delta(after[cpu].cal, before[cpu].cal);
 	d->res = storm_irq_delta(after[cpu].res, before[cpu].res);
 	d->tlb = storm_irq_delta(after[cpu].tlb, before[cpu].tlb);
+	d->loc = storm_irq_delta(after[cpu].loc, before[cpu].loc);
 }
 
 /*
@@ -654,7 +683,11 @@ static inline bool storm_cpu_seen(const struct storm_irqs *before,
 	return before[cpu].online || after[cpu].online;
 }
 
-/* "irq.<cpu>.CAL: delta" etc. for every CPU seen. */
+/*
+ * "irq.<cpu>.CAL: delta" etc. for every CPU seen. LOC, the ticks in the
+ * window, is what an instruction count over the window carries besides
+ * the storm (each tick runs thousands of instructions).
+ */
 static inline void storm_irqs_show(struct seq_file *m,
 				   const struct storm_irqs *before,
 				   const struct storm_irqs *after)
@@ -667,8 +700,8 @@ static inline void storm_irqs_show(struct seq_file *m,
 			continue;
 		storm_irqs_delta(before, after, cpu, &d);
 		seq_printf(m, "irq.%d.CAL: %llu\nirq.%d.RES: %llu\n"
-			   "irq.%d.TLB: %llu\n",
-			   cpu, d.cal, cpu, d.res, cpu, d.tlb);
+			   "irq.%d.TLB: %llu\nirq.%d.LOC: %llu\n",
+			   cpu, d.cal, cpu, d.res, cpu, d.tlb, cpu, d.loc);
 	}
 }
 
@@ -730,6 +763,7 @@ static inline void storm_irqs_sum(const struct storm_irqs *before,
 		sum->cal += d.cal;
 		sum->res += d.res;
 		sum->tlb += d.tlb;
+		sum->loc += d.loc;
 	}
 }
 

@@ -74,6 +74,10 @@ static unsigned long handler_ns;
 module_param(handler_ns, ulong, 0444);
 MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns (default 0)");
 
+static unsigned long handler_loops;
+module_param(handler_loops, ulong, 0444);
+MODULE_PARM_DESC(handler_loops, "Iterations of a two-instruction loop in the IPI handler: a known number of instructions per call (default 0)");
+
 static unsigned int latency = 64;
 module_param(latency, uint, 0444);
 MODULE_PARM_DESC(latency, "Time one call in N into the histogram, at a random place in each block of N calls; 1 = every call, 0 = none (default 64)");
@@ -83,6 +87,7 @@ module_param(background, bool, 0444);
 MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
 
 #define IPISTORM_MAX_HANDLER_NS	(1000UL * NSEC_PER_USEC)
+#define IPISTORM_MAX_HANDLER_LOOPS	100000UL
 #define IPISTORM_MAX_LATENCY	(1U << 20)
 
 enum ipistorm_kind {
@@ -145,6 +150,14 @@ static void ipistorm_handler(void *info)
 		while (ktime_get_mono_fast_ns() < end)
 			cpu_relax();
 	}
+#ifdef CONFIG_X86
+	if (handler_loops) {
+		unsigned long n = handler_loops;
+
+		/* dec, jnz: exactly two instructions an iteration */
+		asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r" (n) : : "cc");
+	}
+#endif
 	if (info) {
 		struct ipistorm_sender *s = info;
 
@@ -322,9 +335,10 @@ static int ipistorm_target_of(int cpu)
 
 static void ipistorm_print_params(void)
 {
-	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s\n",
+	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s\n",
 		numipi, timeout, wait, single, async, offset, mask, delay,
-		handler_ns, latency, background, cpumask_pr_args(sender_mask),
+		handler_ns, handler_loops, latency, background,
+		cpumask_pr_args(sender_mask),
 		cpumask_pr_args(target_mask), ipistorm_kind_name[kind]);
 }
 
@@ -345,6 +359,8 @@ static int ipistorm_check_params(void)
 	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
 	      storm_check_range("handler_ns", handler_ns,
 				IPISTORM_MAX_HANDLER_NS) ?:
+	      storm_check_range("handler_loops", handler_loops,
+				IPISTORM_MAX_HANDLER_LOOPS) ?:
 	      storm_check_range("latency", latency, IPISTORM_MAX_LATENCY);
 	if (ret)
 		return ret;
@@ -456,10 +472,10 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 	seq_printf(m, "param.numipi: %lu\nparam.timeout: %lu\n"
 		   "param.wait: %d\nparam.single: %d\nparam.async: %d\n"
 		   "param.offset: %lu\nparam.mask: %lu\nparam.delay: %lu\n"
-		   "param.handler_ns: %lu\nparam.latency: %u\n"
-		   "param.background: %d\n",
+		   "param.handler_ns: %lu\nparam.handler_loops: %lu\n"
+		   "param.latency: %u\nparam.background: %d\n",
 		   numipi, timeout, wait, single, async, offset, mask, delay,
-		   handler_ns, latency, background);
+		   handler_ns, handler_loops, latency, background);
 	seq_printf(m, "param.cpulist: %*pbl\nparam.targets: %*pbl\n",
 		   cpumask_pr_args(sender_mask), cpumask_pr_args(target_mask));
 	seq_printf(m, "kind: %s\n", ipistorm_kind_name[kind]);
@@ -496,6 +512,7 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 				   per_cpu(ipistorm_handled, cpu));
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
+	storm_pmu_show(m);
 	storm_hotplug_show(m);
 	return 0;
 }
@@ -542,12 +559,16 @@ static void ipistorm_run(void)
 	storm_ctl_wait_ready(&ctl);
 	for_each_possible_cpu(cpu)
 		per_cpu(ipistorm_handled, cpu) = 0;
+	storm_pmu_begin();
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
+	storm_mark(STORM_MARK_BEGIN);
 	storm_ctl_go(&ctl, !numipi, timeout);
 	storm_ctl_wait_done(&ctl);
+	storm_mark(STORM_MARK_END);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
+	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	ipistorm_quiesce();
 	ipistorm_stop_senders();

@@ -954,6 +954,7 @@ static int slabstorm_result_show(struct seq_file *m, void *v)
 			   slabstorm_outstanding(), drained);
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
+	storm_pmu_show(m);
 	storm_hotplug_show(m);
 	return 0;
 }
@@ -1053,13 +1054,17 @@ static int slabstorm_create_fixed(void)
 static void slabstorm_run(void)
 {
 	storm_ctl_wait_ready(&ctl);
+	storm_pmu_begin();
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
+	storm_mark(STORM_MARK_BEGIN);
 	storm_ctl_go(&ctl, !(smode == SLABSTORM_REMOTE ? numobj : numcache),
 		     timeout);
 	storm_ctl_wait_done(&ctl);
+	storm_mark(STORM_MARK_END);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
+	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	slabstorm_stop_threads();
 	slabstorm_collect();

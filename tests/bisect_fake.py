@@ -24,13 +24,13 @@ def value_at(state: dict[str, Any], sha: str) -> str:
                           text=True).stdout.strip()
 
 
-BOOTS = pathlib.Path(__file__).parent / "data" / "boots"
+BOOTS = pathlib.Path(__file__).parent / "data" / "resample"
 _drawn = 0
 
 
 @functools.lru_cache(maxsize=None)
 def real_boots() -> tuple[tuple[float, ...], ...]:
-    """Real boots of ipistorm's default storm on 6.1 (tests/data/boots,
+    """Real boots of ipistorm's default storm on 6.1 (tests/data/resample,
     the A/A sets): each boot's per-run median call times, over the level
     of the pool (the median of the per-boot minima), so that a value of
     1 is a typical boot."""

@@ -28,14 +28,14 @@ pytestmark = pytest.mark.guest
 IPI_PARAMS = {"numipi": "500", "single": "1", "wait": "1", "cpulist": "0",
               "offset": "1", "delay": "50"}
 TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
-# The share of the traced calls seen sending an IPI. On the KASAN/lockdep
-# kernel a bpftrace kprobe with a kernel stack makes
-# each send ~4 ms (the storm: 811 ms traced, 100 ms not), and more of the
-# calls find CPU 1 with another CPU's call already queued and ride its
-# IPI: 164 of 200 sent one in the whole debug run 20261126T044942Z and
-# 169 in the next, while bpftrace's single-IPI sends matched the handler
-# runs it saw (257 and 257, 302 and 302): the tracer missed none
-# (results/debug-kernel/).
+# The share of the traced calls seen sending an IPI. A call finds the
+# HLT-idle target with nothing queued and sends, unless another CPU's
+# call to it is already queued and it rides that IPI. On the
+# KASAN/lockdep kernel a bpftrace kprobe with a kernel stack makes each
+# send take milliseconds (about 8 times the untraced storm), so far more
+# calls overlap another CPU's: there about 0.8 of the calls sent one,
+# while the tracer's single-IPI sends still equalled the handler runs it
+# saw (it missed none); on Debian's kernels 0.97 to 1.
 TRACED_SENT = 0.5 if DEBUG_KERNEL else 0.9
 
 
@@ -111,10 +111,13 @@ def check_run_file(run: dict, storm: str, params: dict[str, str],
     assert run["run"]["insmod_ns"] > 0
     irq = run["interrupts"]
     assert irq["cpus"] == [0, 1, 2, 3]
-    for row in irq["rows"].values():
-        assert len(row["delta"]) == len(row["before"]) == len(row["after"])
-        assert sum(row["delta"]) == row["total"]
-        assert all(d >= 0 for d in row["delta"])
+    for name, row in irq["rows"].items():
+        # a column per CPU, but for the system-wide ERR and MIS
+        assert len(row["after"]) == (1 if name in ("ERR", "MIS") else 4), name
+        # no counter went back between the snapshots (the delta is reduced
+        # mod 2^32: one that did, or a column matched to the wrong CPU,
+        # would show as about 4e9)
+        assert max(row["delta"]) < 2 ** 31, name
 
 
 def test_guest_ran_clean(full):

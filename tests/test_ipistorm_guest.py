@@ -293,6 +293,7 @@ BAD = {
     "bad_timeout_huge": "timeout=999999999: out of range",
     "bad_delay_huge": "delay=99999999: out of range",
     "bad_handler_huge": "handler_ns=99999999: out of range",
+    "bad_handler_loops_huge": "handler_loops=100001: out of range",
     "bad_targets_self": "CPU 1 would only call itself",
     "bad_targets_range": "targets=99: not a valid CPU list",
     "bad_targets_single": "targets= is for single=0",

@@ -7,7 +7,7 @@ import pathlib
 from stormsuite import kmemleak
 
 # Two objects of the report after every check script on the 6.1 debug
-# kernel (2026-11-24): names of slabstorm caches whose sysfs entry failed
+# kernel: names of slabstorm caches whose sysfs entry failed
 # under failslab.
 RECORDED = (pathlib.Path(__file__).parent / "data" /
             "kmemleak-6.1-debug.txt").read_text()

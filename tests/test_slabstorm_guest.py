@@ -146,12 +146,11 @@ def assert_interrupts_no_other_cpu(res: dict, phase: str) -> None:
         # SLUB_DEBUG_ON keeps caches from merging, so every creation is a
         # new cache with its sysfs and debugfs entries and RCU callbacks;
         # CPU 0, busy creating, reports each quiescent state by waking the
-        # RCU grace-period kthread on the CPU where it runs (an IPI: 1324
-        # of the 4337 sent while one slab_untouched ran, and 246 more
-        # were its tick's nohz idle-balance kicks;
-        # results/slabstorm/rcu-gp-wakeups-20261126).
-        # That kthread is one CPU at a time, and two over a storm (851 and
-        # 1277 CAL on CPUs 1 and 3 in 20261126T020731Z), so the CPU least
+        # RCU grace-period kthread on the CPU where it runs (an IPI; the
+        # largest group of the IPIs sent while slab_untouched runs there,
+        # with its tick's nohz idle-balance kicks next:
+        # docs/evidence/rcu-gp-wakeups.md). That kthread is on one CPU at
+        # a time, one or two CPUs over a storm, so the CPU least
         # interrupted tells the op apart: one IPI to every other CPU per
         # op (kick_all_cpus_sync(), seed 002) would give each at least n.
         ipis = phase_ipis(res, phase)
@@ -210,8 +209,8 @@ def test_touch_is_not_charged_the_harness_wakeups(guest, name):
     touch's. They are taken before the touch's snapshot and the main
     thread polls, so a touch (allocate and free a few objects, no IPI of
     its own) is charged less than one IPI per op over all CPUs. Charged
-    to the touch, as until 2026-11-24, the wakeups made it 3 per op on 6.1
-    (600 CAL for 200 touches by two helpers)."""
+    to the touch, the wakeups would make it about 3 per op on 6.1 (600
+    CAL for 200 touches by two helpers)."""
     res = ok(guest.case(name))
     n = count(res, "touch")
     # two or three helpers, none on the main CPU
@@ -220,9 +219,8 @@ def test_touch_is_not_charged_the_harness_wakeups(guest, name):
     # the main CPU is not woken at the end of a touch
     assert touch[0] < 0.5 * n, touch
     # A debug kernel (KFENCE, KASAN, kmemleak) sends IPIs of its own in
-    # the window, about 1.6 per touch on a helper CPU in slab_shrink
-    # (results/debug-kernel/20261124T072437Z): there only the main CPU's
-    # share tells the harness's wakeups apart.
+    # the window, more than one per touch on a helper CPU in slab_shrink:
+    # there only the main CPU's share tells the harness's wakeups apart.
     if not DEBUG_KERNEL:
         assert sum(touch.values()) < n, touch
     # the wakeups still happen, charged to no phase: on the run's totals

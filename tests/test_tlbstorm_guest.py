@@ -27,9 +27,10 @@ from stormsuite import interrupts, result
 TOLERANCE = 0.95
 # Right after CPU 3 went offline (tlb_user_with_offline) the guest's own
 # work competes with the workers on the three CPUs left: a target whose
-# worker is switched out is in lazy TLB mode and gets no shootdown. 267 to
-# 300 of 300 recorded, then 238 and 247 (6.12, a CI run of 2026-11-24):
-# the case is about which CPUs are targets, not how many flushes land.
+# worker is switched out is in lazy TLB mode and gets no shootdown, and
+# how often that happens depends on the host, not the kernel (6.12 has
+# given a target under 0.8 of its flushes). The case is about which CPUs
+# are targets, not how many flushes land, so it asks for half.
 TOLERANCE_OFFLINE = 0.5
 TICK_NS = 10**7         # a scheduler tick at HZ=100, the coarsest
 STRAY = 0.05            # at most this share where no storm should land
@@ -103,18 +104,18 @@ def assert_storm_landed(res, row: str, per_cpu_expected: int,
     """Every target CPU got about one `row` interrupt per flush aimed at it
     while its worker ran there, and not (much) more. While another task
     has a worker's CPU, the CPU is lazy in the mm or out of it, and 6.1
-    skips it (native_flush_tlb_multi()). Late in a long debug-kernel boot
-    tlb_after's targets got 83, 83 and 91 of 100, before the workers
-    reported their time (results/debug-kernel/20261125T223347Z.txt)."""
+    skips it (native_flush_tlb_multi()), so the count is held to the
+    worker's share of the storm on its CPU (late in a long debug-kernel
+    boot the kernel's own threads take a fifth of it)."""
     got = result.per_cpu(res, row)
     assert targets(res)
     for cpu in targets(res):
         # A flush that skips a CPU is quicker, so more of them fall while
         # a worker is off its CPU than its share of the time says: the
         # tolerance is taken off the share, not multiplied into it
-        # (tlb_contended, results/tlbstorm/oncpu-*-20261126: CPU 1's
-        # worker had 0.508 of the storm and got 101 of 200 on 6.1, 0.517
-        # and 104 on 6.12).
+        # (tlb_contended, a shell busy loop on CPU 1: its worker has about
+        # half of the storm and CPU 1 about half of the flushes;
+        # docs/evidence/tlb-contended-6.1.result).
         share = worker_share(res, cpu) - (1 - tolerance)
         assert got[cpu] >= share * per_cpu_expected, (cpu, share, got)
         # CAL also counts the CPU's unrelated function calls

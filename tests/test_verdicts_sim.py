@@ -2,7 +2,7 @@
 code (stormsuite/simulate.py).
 
 First on real boots: resampling the per-boot run files of ipistorm's
-default storm on 6.1 under TCG in tests/data/boots (46 boots of an A/A
+default storm on 6.1 under TCG in tests/data/resample (46 boots of an A/A
 pool from six sessions, and the 44 boots of the e2e bisect tree, whose
 bad commits are 16-18% slower), slow runs and the two clusters of call
 times included. Then on the lognormal model (per-run CV 10%, per-boot

@@ -526,6 +526,7 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 		   "targets.TLB: %llu\n", sum.cal, sum.res, sum.tlb);
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
+	storm_pmu_show(m);
 	storm_hotplug_show(m);
 	return 0;
 }
@@ -603,14 +604,18 @@ static void tlbstorm_run(void)
 			}
 		}
 	}
+	storm_pmu_begin();
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
+	storm_mark(STORM_MARK_BEGIN);
 	tlbstorm_workers_oncpu(false);
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
+	storm_mark(STORM_MARK_END);
 	tlbstorm_workers_oncpu(true);
 	storm_irqs_snapshot(irqs_after);
 	storm_sent_end();
+	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	tlbstorm_stop_threads();
 

@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     args = p.parse_args(argv)
-    matrix.check_guest_options(p, args)
+    matrix.check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)
     if args.patch and not args.patch.is_file():
         p.error(f"{args.patch}: no such patch file")

@@ -76,10 +76,19 @@ def short(sha: str) -> str:
 # ---------------------------------------------------------------- metric
 
 def resolve_metric(name: str, storm: str, available: list[str]) -> str:
-    """'time' (the storm's primary time per operation), 'runtime', a
-    /proc/interrupts row ('CAL'), a name after '<storm>.' ('irq.CAL',
-    'latency.p99_ns') or a full metric name."""
+    """'auto' (insn where instructions were counted, else time), 'insn'
+    (instructions per operation on the storm's CPUs), 'time' (the storm's
+    primary time per operation), 'runtime', a /proc/interrupts row
+    ('CAL'), a name after '<storm>.' ('irq.CAL', 'latency.p99_ns') or a
+    full metric name."""
     candidates = [name, f"{storm}.{name}"]
+    insn = f"{storm}.insn_per_{metrics.PRIMARY[storm][2]}" \
+        if storm in metrics.PRIMARY else ""
+    if name == "auto":
+        return resolve_metric("insn" if insn in available else "time",
+                              storm, available)
+    if name == "insn" and insn:
+        candidates.insert(0, insn)
     if name == "time" and storm in metrics.PRIMARY:
         candidates[:0] = [metrics.PRIMARY[storm][0]] + (
             [metrics.UNTIMED[storm]] if storm in metrics.UNTIMED else [])
@@ -96,12 +105,55 @@ def resolve_metric(name: str, storm: str, available: list[str]) -> str:
 
 
 def samples_of(run_docs: list[dict[str, Any]], state: dict[str, Any]) -> list[float]:
+    """The metric's value in each run; for instructions, corrected for
+    the ticks in the run's window once the endpoints gave the slope
+    (tick_correction)."""
     by_name = {m.name: (m, v) for m, v in metrics.of_runs(run_docs).items()}
     name = resolve_metric(state["metric"], state["storm"], sorted(by_name))
     state["metric_name"] = name
     state["metric_kind"] = by_name[name][0].kind
     state["metric_summary"] = compare.verdict.summary_of(by_name[name][0])
-    return by_name[name][1]
+    values = by_name[name][1]
+    ticks = by_name.get(metrics.TICKS_OF(name))
+    if state.get("tick_slope") is not None and ticks is not None \
+            and ticks[1] is not by_name[name][1]:
+        values = [y - state["tick_slope"] * (x - state["tick_ref"])
+                  for y, x in zip(values, ticks[1])]
+    return values
+
+
+def metric_shown(state: dict[str, Any]) -> str:
+    """The metric measured, as resolved from the run files ('auto' is
+    time for a measurer that reads none)."""
+    name = state.get("metric_name") or state["metric"]
+    return "time" if name == "auto" else name
+
+
+def by_run(state: dict[str, Any]) -> bool:
+    """Instructions: every run is a sample (one boot a step), as the
+    verdict takes them with one boot a side."""
+    return state.get("metric_kind") == "insn"
+
+
+def tick_correction(state: dict[str, Any], files: list[list[str]]) -> None:
+    """The slope of instructions on ticks, fitted within each endpoint's
+    runs, and the ticks every run is corrected to (their mean)."""
+    xs, ys = [], []
+    for group in files:
+        docs = [runs.load_run(pathlib.Path(f)) for f in group
+                if f.endswith(".json") and pathlib.Path(f).is_file()]
+        if not docs:
+            return
+        by_name = {m.name: v for m, v in metrics.of_runs(docs).items()}
+        name = state.get("metric_name", "")
+        if name not in by_name or metrics.TICKS_OF(name) not in by_name:
+            return
+        ys.append(by_name[name])
+        xs.append(by_name[metrics.TICKS_OF(name)])
+    slope = stats.common_slope(xs, ys)
+    if slope is not None:
+        state["tick_slope"] = slope
+        state["tick_ref"] = float(np.mean([x for g in xs for x in g]))
 
 
 # ---------------------------------------------------------------- measuring
@@ -179,7 +231,8 @@ def build_and_boot(state: dict[str, Any], requests: list[Request]
         label = "good-" + short(sha) if sha == state["good"] else short(sha)
         series = guest.new_series_id()
         g = guest.Guest(str(out), state.get("append", ""), state["cpus"],
-                        state["memory"], state["timeout"], no_build=True)
+                        state["memory"], state["timeout"], no_build=True,
+                        insn=state.get("insn", True))
         plan.append([guest.Boot(g, label, series,
                                 f"{short(sha)} boot {k + 1}/{n}", steps)
                      for k in range(n)])
@@ -195,6 +248,8 @@ def build_and_boot(state: dict[str, Any], requests: list[Request]
         mine = [d for d in done if d.boot in boots]
         samples = [samples_of([runs.load_run(f) for f in d.files], state)
                    for d in mine]
+        if by_run(state):
+            samples = [[x] for s in samples for x in s]
         out.append((samples, [str(f) for d in mine for f in d.files]))
     return out
 
@@ -277,10 +332,13 @@ def step(state_file: pathlib.Path) -> int:
         return got
 
     levels = levels_of(state)
+    # instructions: a boot gives every run as a sample, one is enough
+    first = 1 if by_run(state) else state["jobs"]
     try:
         verdict, _ = classify.decide(
-            boot, levels, log=on_log_scale(state), first=state["jobs"],
-            more=state["jobs"], cap=state["max_boots"])
+            boot, levels, log=on_log_scale(state), first=first,
+            more=first, cap=state["max_boots"] * (
+                state["runs"] if by_run(state) else 1))
     except MeasureError as e:
         record.update(decision="skip", why=str(e))
         code = EXIT_SKIP
@@ -305,7 +363,7 @@ def step(state_file: pathlib.Path) -> int:
         f" (odds good:bad {classify.fmt_odds(record['odds'])}, at " \
         f"{record['position']:.2f} of the way from good to bad)"
     print(f"storm bisect: {short(sha)}: {record['decision']}{why} "
-          f"{state['metric']}: {shown}", file=sys.stderr, flush=True)
+          f"{metric_shown(state)}: {shown}", file=sys.stderr, flush=True)
     return code
 
 
@@ -343,6 +401,13 @@ def measure_endpoints(state: dict[str, Any], tree: pathlib.Path) -> bool:
                 len(gb) >= state["endpoint_max_boots"]:
             break
         n = 1
+    if by_run(state):
+        tick_correction(state, [files["good"], files["bad"]])
+        if state.get("tick_slope") is not None:
+            gb = samples_of([runs.load_run(pathlib.Path(f))
+                             for f in files["good"]], state)
+            bb = samples_of([runs.load_run(pathlib.Path(f))
+                             for f in files["bad"]], state)
     differ, p = classify.endpoints_differ(gb, bb, log=log,
                                           confidence=state["confidence"])
     state["levels"] = {"good": [gb], "bad": [bb]}
@@ -389,7 +454,7 @@ def confirm(state: dict[str, Any], tree: pathlib.Path, first_bad: str,
                         - np.median(state["levels"]["good"][0]))
     confirmed = est.excludes_zero and np.sign(est.pct) == direction
     report = (f"re-measured against its parent {short(parent)}: "
-              f"{state.get('metric_name', state['metric'])} {line}: "
+              f"{metric_shown(state)} {line}: "
               + ("confirmed" if confirmed else
                  "NOT confirmed: the change does not reproduce between "
                  "these two commits; treat the culprit as a suspect") + "\n")
@@ -439,8 +504,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--good", required=True, help="a revision without the "
                    "change")
     p.add_argument("--bad", required=True, help="a revision with it")
-    matrix.add_guest_options(p, "endpoint, first")
-    p.set_defaults(runs=DEFAULT_RUNS)
+    matrix.add_guest_options(p, "endpoint, first", runs_=DEFAULT_RUNS)
     p.add_argument("--max-boots", type=int, default=MAX_BOOTS,
                    help="boots of one commit before the odds as they "
                    f"stand decide (default {MAX_BOOTS})")
@@ -448,10 +512,13 @@ def main(argv: list[str]) -> int:
                    default=ENDPOINT_MAX_BOOTS,
                    help="boots of each endpoint before bisecting on "
                    f"what is known (default {ENDPOINT_MAX_BOOTS})")
-    p.add_argument("--metric", default="time",
-                   help="time (default: the storm's time per call, flush "
-                   "or op), runtime, a /proc/interrupts row such as CAL, or "
-                   "any metric name storm compare prints")
+    p.add_argument("--metric", default="auto",
+                   help="insn (instructions per call, flush or op on the "
+                   "storm's CPUs, counted under TCG: one boot a step), "
+                   "time (the storm's time per call, flush or op), "
+                   "runtime, a /proc/interrupts row such as CAL, or any "
+                   "metric name storm compare prints; default auto: insn "
+                   "where instructions are counted, else time")
     p.add_argument("--append", default="",
                    help="boot arguments for every kernel, e.g. idle=poll")
     p.add_argument("--confidence", type=float, default=0.95,
@@ -519,6 +586,7 @@ def main(argv: list[str]) -> int:
         "confidence": args.confidence, "append": args.append,
         "config": [str(f.resolve()) for f in args.config],
         "cpus": args.cpus, "memory": args.memory, "timeout": args.timeout,
+        "insn": getattr(args, "insn", True),
         "build_dir": str(source.BUILD_ROOT / STEP_BUILD[0]),
         "localversion": "-storm", "results": str(state_dir / "runs"),
         "measurer": args.measurer,

@@ -51,6 +51,8 @@ def fmt_value(x: float, m: metrics.Metric, ref: float | None = None) -> str:
         return f"{x:.4g}/s"
     if m.kind == "ratio":
         return f"{x:.3f}"
+    if m.kind == "insn" and abs(x) >= 1e6:
+        return f"{x / 1e6:.4g}M"
     return f"{x:.1f}"
 
 
@@ -75,6 +77,9 @@ def primary_title(m: metrics.Metric, op: str) -> str:
         return f"runtime per {op}"
     if m.kind == "time":
         return f"time per {op}"
+    if m.kind == "insn":
+        side = m.name.rpartition(f"insn_per_{op}")[2].lstrip(".")
+        return f"insn per {op}" + (f" ({side})" if side else "")
     if m.name in metrics.SENT_PRIMARY.values():
         return f"IPIs sent per {op}"
     return f"IPIs per {op}"
@@ -137,12 +142,12 @@ SUMMARY_TEXT = {"min": "the fastest of its runs", "median": "the median "
 
 
 def noise_lines(cmp: Comparison) -> list[str]:
-    """Per primary time: the CV of the per-boot numbers the test compares,
-    split into what a boot's own runs make of it and what the boots add
-    (stats.noise), and the CV of single runs inside a boot."""
+    """Per time per operation: the CV of the per-boot numbers the test
+    compares, split into what a boot's own runs make of it and what the
+    boots add (stats.noise), and the CV of single runs inside a boot."""
     out = []
-    for r in cmp.primary:
-        if r.metric.kind != "time":
+    for r in cmp.rows:
+        if verdict.summary_of(r.metric) != "min":
             continue
         parts = [f"{s.label} {_cv(n.within_cv)} within, "
                  f"{_cv(n.between_cv)} between (boots {_cv(n.tested_cv)}; "
@@ -204,6 +209,16 @@ def render(cmp: Comparison, show_all: bool = False) -> str:
             f"{cmp.floor:g} counts, integer counts 1 apart, below "
             f"{cmp.min_effect:g}%); (der): restates another row, not "
             "tested."]
+    insn = [r for r in cmp.rows if r.metric.kind == "insn"]
+    if insn:
+        unit = ("runs of the one boot a side, in an analysis of covariance "
+                "on the ticks that adds a boot's own spread"
+                if any(r.unit == "run" for r in insn) else
+                "boots, each the median of its runs after the ticks")
+        out.append("insn rows: instructions per operation on the CPUs named "
+                   "(docs/insn.md), held against the ticks in each window; "
+                   f"tested on {unit}; a change under "
+                   f"{verdict.INSN_MIN_EFFECT:g}% is never one.")
     if hidden:
         out.append(f"{hidden} interrupt rows with every mean below "
                    f"{cmp.floor:g} not shown (--all shows them).")
@@ -433,7 +448,7 @@ def main(argv: list[str]) -> int:
         "replication. First the verdict lines: for the storm's primary "
         "metrics (time and IPIs per call, flush or op, and IPIs sent per "
         "operation with count_sent=1) the change with its "
-        "95%% confidence interval and (p=..., boots x runs), or ~ when it "
+        "95% confidence interval and (p=..., boots x runs), or ~ when it "
         "is not a change; then the within- and between-boot noise; then a "
         "table of every metric (runtime, latency percentiles, throughput, "
         "/proc/interrupts rows in total and per storm CPU): mean per set, "
@@ -453,8 +468,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("candidates", nargs="+", metavar="candidate",
                    help="labels or directories to compare with the baseline")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
-                   help="where labels live (default: the repository's "
-                   "results/)")
+                   help="where labels live (default: $STORM_RESULTS, "
+                   "else results/)")
     p.add_argument("--out", type=pathlib.Path, metavar="DIR",
                    help="write the table, JSON and PNG there (default: "
                    "print the table, write nothing: results/ holds runs, "

@@ -32,6 +32,7 @@ import time
 from typing import Sequence
 
 from . import REPO
+from .runs import RESULTS
 
 STORM = REPO / "scripts" / "storm"
 VM_STATE = REPO / "build" / "vm"   # storm vm's state directories
@@ -53,6 +54,7 @@ class Guest:
     no_build: bool = False      # the storms are built already (build_modules)
     numa: int = 1               # NUMA nodes (storm vm --numa)
     host_cpus: str = ""         # storm vm --host-cpus
+    insn: bool = True           # count instructions (storm vm --no-insn)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +132,8 @@ def vm_command(guest: Guest, command: Sequence[str], name: str = "",
         cmd += ["--host-cpus", guest.host_cpus]
     if guest.no_build:
         cmd.append("--no-build")
+    if not guest.insn:
+        cmd.append("--no-insn")
     if name:
         cmd += ["--name", name]
     if concurrent_with:
@@ -220,7 +224,7 @@ def run_storm(boot: Boot, *, runs: int, warmup: int, results: pathlib.Path,
         boot.guest, boot_command(boot, runs=runs, warmup=warmup,
                                  results=results, extra=extra),
         boot.name, concurrent_with,
-        [] if results.resolve() == (REPO / "results") else [results],
+        [] if results.resolve() == RESULTS.resolve() else [results],
         status_file)
     t0 = time.monotonic()
     rc = run_command(cmd, prefix)

@@ -60,7 +60,7 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                       boots: int = 3, runs_: int = 5, cpus: int = 4,
                       timeout: float = 900,
                       results: pathlib.Path | None = runs.RESULTS,
-                      results_help: str = "the repository's results/"
+                      results_help: str = "$STORM_RESULTS or results/"
                       ) -> None:
     """How many boots and runs, in what guest: shared by matrix, ab,
     bisect and the seeds (with their own defaults)."""
@@ -82,21 +82,30 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                    f"(default {timeout:.0f})")
     p.add_argument("--results", type=pathlib.Path, default=results,
                    help=f"where the run files go (default: {results_help})")
+    p.add_argument("--no-insn", dest="insn", action="store_false",
+                   help="do not count instructions (by default TCG guests "
+                   "run the storm-insn plugin, and instructions per "
+                   "operation are primary metrics)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (boots, runs) and its estimated "
                    "time; run nothing")
 
 
 def check_guest_options(p: argparse.ArgumentParser,
-                        args: argparse.Namespace) -> None:
+                        args: argparse.Namespace,
+                        one_boot: bool = False) -> None:
+    """one_boot: the command can decide on instructions with one boot a
+    side (matrix, ab), so --boots 1 is allowed where they are counted."""
     if args.runs < 1 or args.warmup < 0:
         p.error("--runs must be at least 1 and --warmup not negative")
     if args.boots < 1 or args.jobs < 1:
         p.error("--boots and --jobs must be at least 1")
-    if args.boots < 2:
-        p.error("--boots 1 can never show a change: boots are the unit of "
-                "replication and a test needs two a side (use storm vm -- "
-                "storm run for a single look)")
+    if args.boots < 2 and not (one_boot and getattr(args, "insn", False)):
+        p.error("--boots 1 can never show a change in time: boots are the "
+                "unit of replication and a test needs two a side"
+                + (" (with instruction counts, without --no-insn, one boot "
+                   "a side decides on instructions)" if one_boot else
+                   " (use storm vm -- storm run for a single look)"))
     for prm in getattr(args, "params", []):
         if "=" not in prm:
             p.error(f"{prm}: parameters are NAME=VALUE")
@@ -136,6 +145,7 @@ class Design:
     timeout: float = 900
     jobs: int = 2
     extra: tuple[str, ...] = ()     # storm run's --trace, --bpftrace
+    insn: bool = True               # count instructions (--no-insn)
 
     @classmethod
     def of(cls, args: argparse.Namespace, **over: Any) -> Design:
@@ -146,7 +156,7 @@ class Design:
         fields: dict[str, Any] = dict(
             boots=args.boots, runs=args.runs, warmup=args.warmup,
             cpus=args.cpus, memory=args.memory, timeout=args.timeout,
-            jobs=args.jobs, extra=extra)
+            jobs=args.jobs, extra=extra, insn=getattr(args, "insn", True))
         fields.update(over)
         if "storm" not in fields:
             fields.update(storm=args.storm, params=tuple(args.params))
@@ -162,7 +172,8 @@ def measure(sides: list[Side], design: Design, results: pathlib.Path
         guest.build_modules(s.kernel)
     plan = [[guest.Boot(guest.Guest(s.kernel, s.append,
                                     s.cpus or design.cpus, design.memory,
-                                    design.timeout, no_build=True),
+                                    design.timeout, no_build=True,
+                                    insn=design.insn),
                         s.label, series,
                         f"{s.label} boot {i + 1}/{design.boots}",
                         (guest.Step(design.storm,
@@ -260,7 +271,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     args = p.parse_args(argv)
-    check_guest_options(p, args)
+    check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)
     kernel_specs = args.kernel or ["6.1"]
     appends = args.append or [""]

@@ -15,9 +15,9 @@ runtime over its calls, takes its place (a different number: it also
 counts the loop around the calls, 15-25% more). The median
 because a TCG guest now and then loses its host CPU for milliseconds: a
 run with a few such stalls takes twice as long while its median call
-does not move. In an A/A of 16 boots (tests/e2e/noise-levers, 2026-11-23)
-the CV between boots was 3.2-6.4% for the median call and 9-24% for the
-trimmed mean of runtime per call. The runtime is then a secondary row.
+does not move: in an A/A of 16 boots (tests/e2e/noise-levers) the CV
+between boots was a quarter to a half of that of the trimmed mean of
+runtime per call (docs/measured.md). The runtime is then a secondary row.
 
 Every other row is secondary. Rows that restate another row (runtime of a
 fixed-count storm, throughput, /proc's IPI rows next to the module's own)
@@ -96,6 +96,7 @@ SECONDARY, DERIVED = "secondary", "derived"
 class Metric:
     name: str
     kind: str           # "time" (lower is better), "rate" (higher), "count",
+                        # "insn" (instructions: runs are the unit),
                         # "ratio" (of two counts; only shown)
     unit: str           # "ns", "/s", ""
     role: str = dataclasses.field(default=SECONDARY, compare=False)
@@ -188,6 +189,81 @@ def primary_of_run(storm: str, res: dict[str, Any]) -> dict[Metric, float]:
     return out
 
 
+def _cpus_with(res: dict[str, Any], prefix: str) -> set[int]:
+    """CPUs that have result fields <prefix>.<cpu>.*"""
+    return {int(k.split(".")[1]) for k in res
+            if k.startswith(prefix + ".") and k.count(".") >= 2
+            and k.split(".")[1].isdigit()}
+
+
+def TICKS_OF(insn_name: str) -> str:
+    """The ticks per operation on the CPUs of an insn_per_<op> row: what
+    the verdict corrects that row by (verdict.tick_corrected)."""
+    return insn_name.replace(".insn_per_", ".ticks_per_", 1)
+
+
+def insn_sides(storm: str, res: dict[str, Any]) -> dict[str, set[int]]:
+    """The CPUs whose instructions make each insn_per_<op> row: "sender"
+    (ipistorm's senders, tlbstorm's flushers) and "target" (ipistorm's
+    targets) where the two are apart; else "" for every CPU the storm
+    uses. tlbstorm's targets run workers that touch memory for as long as
+    the storm lasts: their count follows time, not flushes, and is only
+    shown per CPU. slabstorm's work moves between CPUs: all of them."""
+    if storm == "tlbstorm":
+        return {"sender": _cpus_with(res, "flusher")}
+    if storm == "ipistorm":
+        senders = _cpus_with(res, "sender")
+        targets = {int(v) for k, v in res.items()
+                   if k.startswith("sender.") and k.endswith(".target")}
+        if not targets and "param.targets" in res:
+            try:
+                targets = set(result.cpulist(str(res["param.targets"])))
+            except ValueError:
+                targets = set()
+        if senders and targets and not senders & targets:
+            return {"sender": senders, "target": targets}
+        return {"": senders | targets}
+    return {"": set()}
+
+
+def insn_rows(storm: str, run: dict[str, Any]) -> dict[Metric, float]:
+    """Instructions per operation (primary, under the plugin or a PMU)
+    and per CPU over the storm's window (the run file's insn section)."""
+    section = run.get("insn")
+    if storm not in PRIMARY or not section or not section.get("cpu"):
+        return {}
+    res = run["result"]
+    ops = ops_of(storm, res)
+    if not ops:
+        return {}
+    by_cpu = {int(c): float(n) for c, n in section["cpu"].items()}
+    op = PRIMARY[storm][2]
+    out: dict[Metric, float] = {}
+    sides = insn_sides(storm, res)
+    if "" not in sides:
+        # the sides' total, what storm bisect --metric insn follows
+        sides = {**sides, "": set().union(*sides.values())}
+    for side, cpus in sides.items():
+        cpus = cpus or set(by_cpu)
+        if not cpus <= set(by_cpu):
+            continue
+        suffix = f".{side}" if side else ""
+        role = "primary" if side or len(sides) == 1 else DERIVED
+        out[Metric(f"{storm}.insn_per_{op}{suffix}", "insn", "", role)] = \
+            sum(by_cpu[c] for c in cpus) / ops
+        ticks = [res.get(f"irq.{c}.LOC") for c in cpus]
+        if all(isinstance(t, (int, float)) for t in ticks):
+            out[Metric(TICKS_OF(f"{storm}.insn_per_{op}{suffix}"), "count",
+                       "", DERIVED)] = sum(ticks) / ops
+    shown = storm_cpus(res) or sorted(by_cpu)
+    if len(shown) <= MAX_PER_CPU:
+        for cpu in shown:
+            if cpu in by_cpu:
+                out[Metric(f"{storm}.insn.CPU{cpu}", "insn", "")] = \
+                    by_cpu[cpu]
+    return out
+
+
 def _as_str_result(res: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in res.items()}
 
@@ -226,6 +302,14 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
     res = run["result"]
     out: dict[Metric, float] = primary_of_run(storm, res)
     derived = SECONDARY if not out else DERIVED
+    insn = insn_rows(storm, run)
+    if insn and run["insn"].get("source") == "tcg-plugin":
+        # under emulation the time of a call is the host's time to switch
+        # vCPUs: the instructions decide, time is shown and tested beside
+        out = {dataclasses.replace(m, role=SECONDARY)
+               if m.kind == "time" and m.primary else m: v
+               for m, v in out.items()}
+    out.update(insn)
     # the primary time restates the runtime (runtime / operations) or,
     # for ipistorm, the median call
     by_median = median_call(storm, res) is not None

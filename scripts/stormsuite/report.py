@@ -136,14 +136,14 @@ def main(argv: list[str]) -> int:
         prog="storm report",
         description="Print a comparison of result sets (as storm compare "
         "reads them) in a style kernel mail already uses: 0day (lkp-tests' "
-        "%%stddev %%change %%stddev table) or mmtests (normalized AMean "
+        "%stddev %change %stddev table) or mmtests (normalized AMean "
         "[pct imp](CV), as seed 004 quotes it). Writes nothing.")
     p.add_argument("baseline", help="label under results/, or a directory")
     p.add_argument("candidates", nargs="+", metavar="candidate")
     p.add_argument("--style", choices=sorted(STYLES), default="0day")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
-                   help="where labels live (default: the repository's "
-                   "results/)")
+                   help="where labels live (default: $STORM_RESULTS, "
+                   "else results/)")
     p.add_argument("--pool", action="store_true",
                    help="read every series of a directory, not the newest")
     compare.add_stat_options(p, writes=False)

@@ -14,6 +14,8 @@ capture when it reads the directory.
   interrupts.before      /proc/interrupts right before insmod
   interrupts.after       and right after it returned
   dmesg                  what the kernel logged during the run
+  insn                   under the storm-insn plugin: its marker lines
+                         of this load (stormsuite/insn.py)
   trace.txt[.gz]         a --trace run: `trace-cmd report`, the events
   trace-events trace.meta  enabled (one a line), what recorded it (tool,
                          version, source)
@@ -41,10 +43,10 @@ import sys
 from typing import Any
 
 try:
-    from . import interrupts, result, tracesum
+    from . import insn, interrupts, result, tracesum
 except ImportError:             # run as a file, not a module
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    from stormsuite import interrupts, result, tracesum  # type: ignore[no-redef]
+    from stormsuite import insn, interrupts, result, tracesum  # type: ignore[no-redef]
 
 CAPTURE_SUFFIX = ".raw"
 NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
@@ -137,6 +139,9 @@ def _build(capture: pathlib.Path,
         "interrupts": interrupts.section(_text(capture, "interrupts.before"),
                                          _text(capture, "interrupts.after")),
     }
+    doc["insn"] = insn.of_run(
+        _text(capture, "insn") if _has(capture, "insn") else None,
+        doc["result"])
     for part, (section, _) in tracers.items():
         doc[part] = section
     return doc

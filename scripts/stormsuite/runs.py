@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pathlib
 from typing import Any, Iterable
 
 from . import REPO, runfile
 
 SCHEMA = 1
-RESULTS = REPO / "results"
+# Where runs go unless a command is told otherwise (--results): the
+# repository's results/, which git ignores, or $STORM_RESULTS.
+RESULTS = pathlib.Path(os.environ.get("STORM_RESULTS")
+                       or REPO / "results").absolute()
 
 
 class RunError(ValueError):

@@ -2,7 +2,7 @@
 boots, and on a noise model as a second check.
 
 Real data (--data, the default): per-boot run files of ipistorm's default
-storm on 6.1 under TCG (tests/data/boots/<name>/boots.json.gz, cut from
+storm on 6.1 under TCG (tests/data/resample/<name>/boots.json.gz, cut from
 real `storm matrix`, bench and bisect runs: their slow runs, the two
 clusters of call times and the boot-to-boot floor included). A
 comparison draws distinct real boots for both sides and some of each
@@ -122,7 +122,7 @@ def side(rng: np.random.Generator, noise: Noise, level: float, boots: int,
 
 # ---------------------------------------------------------------- real boots
 
-DATA = REPO / "tests" / "data" / "boots"
+DATA = REPO / "tests" / "data" / "resample"
 DEFAULT_DATA = "ipistorm-6.1-aa"
 Boot = list[dict[str, Any]]             # one real boot's run documents
 
@@ -133,7 +133,7 @@ def _load(path: pathlib.Path) -> dict[str, Any]:
 
 
 def data_path(name: str) -> pathlib.Path:
-    """A data set by name (under tests/data/boots) or path."""
+    """A data set by name (under tests/data/resample) or path."""
     p = pathlib.Path(name)
     if p.is_dir():
         p = p / "boots.json.gz"
@@ -419,12 +419,12 @@ def main(argv: list[str]) -> int:
         prog="storm simulate",
         description="Measure the verdicts' error rates through the real "
         "compare and bisect code: the A/A false-alarm rate, the power to "
-        "call 5%%, 10%% and 20%% changes, and bisect accuracy. By default "
+        "call 5%, 10% and 20% changes, and bisect accuracy. By default "
         "on real boots (resampling the per-boot run files of a data set "
-        "under tests/data/boots); with --model on lognormal per-run noise "
+        "under tests/data/resample); with --model on lognormal per-run noise "
         "and per-boot drift.")
     p.add_argument("--data", default=DEFAULT_DATA, metavar="NAME",
-                   help="real boots: a data set under tests/data/boots or "
+                   help="real boots: a data set under tests/data/resample or "
                    f"its directory (default {DEFAULT_DATA})")
     p.add_argument("--level", help="the data set's boots at this level "
                    "(e.g. good or bad of the e2e tree) for A/A and power; "
@@ -450,7 +450,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=1, help="random seed")
     p.add_argument("--only", choices=("aa", "power", "bisect", "detectable"),
                    help="one figure only (detectable: the smallest change "
-                   "called 90%% of the time, --model only, not run by "
+                   "called 90% of the time, --model only, not run by "
                    "default)")
     args = p.parse_args(argv)
     if args.trials < 1 or args.boots < 1 or args.runs < 1:

@@ -258,6 +258,63 @@ def boot_change(base: Sequence[float], new: Sequence[float], *,
     return boot_changes([(base, new)], [log], confidence)[0]
 
 
+def common_slope(xs: Sequence[Sequence[float]],
+                 ys: Sequence[Sequence[float]]) -> float | None:
+    """The least-squares slope of y on x shared by several groups, each
+    with its own mean (the within-group slope of an analysis of
+    covariance); None when x does not vary within any group."""
+    sxy = sxx = 0.0
+    for x, y in zip(xs, ys):
+        if len(x) < 2:
+            continue
+        xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        dx = xa - xa.mean()
+        sxy += float((dx * (ya - ya.mean())).sum())
+        sxx += float((dx * dx).sum())
+    return sxy / sxx if sxx > 0 else None
+
+
+def covariate_change(base: Sequence[float], base_x: Sequence[float],
+                     new: Sequence[float], new_x: Sequence[float], *,
+                     confidence: float = 0.95,
+                     boot_cv: float = 0.0) -> Estimate:
+    """The change from base to new, runs of one boot a side as the unit,
+    adjusted for a covariate x that adds to every value (analysis of
+    covariance: y = a + change * [new] + slope * x, one slope for both
+    sides). The interval and the p-value carry the slope's own
+    uncertainty, and boot_cv (percent): the spread of a boot's mean that
+    its runs cannot show, known from boots measured before. Without
+    variation of x within the sides, Welch on y."""
+    from scipy import stats as sst
+    y = np.asarray(list(base) + list(new), dtype=float)
+    x = np.asarray(list(base_x) + list(new_x), dtype=float)
+    side = np.r_[np.zeros(len(base)), np.ones(len(new))]
+    nb, nn = len(base), len(new)
+    nan = math.nan
+    ref = float(np.mean(base)) if nb else nan
+    within_x = [x[side == s] for s in (0, 1)]
+    if nb < 2 or nn < 2 or not ref or \
+            sum(float(((g - g.mean()) ** 2).sum()) for g in within_x) == 0:
+        return boot_change(base, new, log=True, confidence=confidence)
+    design = np.column_stack([np.ones_like(y), side, x])
+    coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
+    dof = len(y) - 3
+    if rank < 3 or dof < 1:
+        return boot_change(base, new, log=True, confidence=confidence)
+    resid = y - design @ coef
+    s2 = float(resid @ resid) / dof
+    se = math.sqrt(s2 * float(np.linalg.inv(design.T @ design)[1, 1])
+                   + 2 * (boot_cv / 100 * ref) ** 2)
+    d = float(coef[1])
+    if se == 0:
+        return Estimate(100 * d / ref, 100 * d / ref, 100 * d / ref,
+                        1.0 if d == 0 else 0.0, nb, nn)
+    tq = float(sst.t.ppf(0.5 + confidence / 2, dof))
+    p = float(2 * sst.t.sf(abs(d / se), dof))
+    return Estimate(100 * d / ref, 100 * (d - tq * se) / ref,
+                    100 * (d + tq * se) / ref, p, nb, nn)
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm-Bonferroni adjusted p-values (nan stays nan): the family-wise
     error rate stays at most alpha whatever the rows' dependence, which

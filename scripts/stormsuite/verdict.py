@@ -39,6 +39,8 @@ import dataclasses
 import math
 from typing import Any
 
+import numpy as np
+
 from . import metrics, runs, stats
 
 FLOOR = 10.0                 # counts: means below this are not changes
@@ -50,6 +52,14 @@ TIME_SHARE = 0.8             # of alpha, for the primary times (counts and
 PASS_ON = 0.5                # share a rejected primary row passes to its
                              # candidate's secondary rows (the rest goes to
                              # the other primary rows)
+# Instructions per operation vary by 0.15-0.3% from run to run once the
+# window's ticks are accounted for, and a boot's mean by about 0.1-0.15%
+# more (spin-waits run for as long as the other vCPU takes, which follows
+# the host; docs/insn.md). With two boots a side or more boots are the
+# unit; with one boot on a side the runs are, and the test adds the
+# boot-to-boot spread its runs cannot show (INSN_BOOT_CV).
+INSN_MIN_EFFECT = 0.1
+INSN_BOOT_CV = 0.15
 # What moves the numbers: sets that differ here are not compared unless
 # forced. Emulation mode (TCG threading) moves CAL by a third and times by
 # more; the vCPU count changes every broadcast.
@@ -61,14 +71,20 @@ class CompareError(Exception):
     pass
 
 
+# each storm's time per operation, primary or not (under emulation with
+# instruction counts the instructions decide and the time is secondary)
+TIME_PER_OP = {t for t, _, _ in metrics.PRIMARY.values()} \
+    | set(metrics.UNTIMED.values())
+
+
 def summary_of(m: metrics.Metric) -> str:
     """How a boot's runs make its number on this row (stats.boot_summary):
-    the fastest run for a primary time (noise only ever slows a run
-    down), the median run for other times and rates, the mean for
-    counts."""
-    if m.kind == "time" and m.primary:
+    the fastest run for a time per operation (noise only ever slows a run
+    down), the median run for other times and rates, and for instructions
+    (after the ticks, _insn_row), the mean for counts."""
+    if m.kind == "time" and (m.primary or m.name in TIME_PER_OP):
         return "min"
-    if m.kind in ("time", "rate"):
+    if m.kind in ("time", "rate", "insn"):
         return "median"
     return "mean"
 
@@ -105,6 +121,9 @@ class Row:
     derived: bool = False               # restates another row: not tested
     run_groups: list[list[list[float]]] = dataclasses.field(
         default_factory=list)           # per set, per boot, per run
+    ticks: list[list[float]] | None = None  # per set, per run: the ticks
+                                        # an insn row is tested against
+    unit: str = "boot"                  # what the test counts: boot, run
 
 
 @dataclasses.dataclass
@@ -292,6 +311,8 @@ def _not_a_change(m: metrics.Metric, est: stats.Estimate,
             return "1 apart"
     if math.isnan(est.pct):
         return "no baseline"
+    if m.kind == "insn":
+        min_effect = min(min_effect, INSN_MIN_EFFECT)
     if abs(est.pct) < min_effect:
         return f"below {min_effect:g}%"
     return ""
@@ -351,6 +372,9 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
              for m in names if summary_of(m) == "min"}
     rows = []
     for m in names + list(twins):
+        if m.kind == "insn":
+            rows.append(_insn_row(m, names, per_boot, floor))
+            continue
         how = summary_of(m)
         values, boots, noise, groups = [], [], [], []
         for boot_metrics in per_boot:
@@ -358,9 +382,9 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
             groups.append(g)
             values.append([x for b in g for x in b])
             boots.append([stats.boot_summary(x, how) for x in g])
-            # the noise line is the primary times'
+            # the noise line is the times per operation's
             noise.append(stats.noise(
-                g if m.kind == "time" and m.primary else [], how))
+                g if how == "min" else [], how))
         harmonic = m.kind == "rate"
         sums = [stats.summarize(v, harmonic=harmonic) for v in values]
         bsums = [stats.summarize(b) for b in boots]
@@ -392,6 +416,55 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
     return Comparison(sets, rows, confidence, floor, min_effect, warnings)
 
 
+def _insn_row(m: metrics.Metric, names: list[metrics.Metric],
+              per_boot: list[list[dict[metrics.Metric, list[float]]]],
+              floor: float) -> Row:
+    """An instructions-per-operation row. Each tick runs thousands of
+    instructions, and the ticks in a window follow its wall time (the
+    noise of emulation), so the row is held against the ticks per
+    operation on its CPUs (metrics.TICKS_OF). With two boots a side or
+    more: every run adjusted to the mean ticks with one slope fitted
+    within the boots, then one median per boot, boots the unit. With one
+    boot on a side: the runs are the unit, in an analysis of covariance
+    that carries the slope's uncertainty (stats.covariate_change)."""
+    t = next((n for n in names if n.name == metrics.TICKS_OF(m.name)
+              and n is not m), None)
+    groups = [[b[m] for b in bm if b.get(m)] for bm in per_boot]
+    tgroups = None
+    if t is not None:
+        tgroups = [[b[t] for b in bm if b.get(m) and b.get(t)]
+                   for bm in per_boot]
+        if [[len(x) for x in g] for g in tgroups] != \
+                [[len(y) for y in g] for g in groups]:
+            tgroups = None
+    values = [[y for b in g for y in b] for g in groups]
+    one_boot = any(len(g) < 2 for g in groups)
+    adjusted = groups
+    if tgroups is not None and not one_boot:
+        slope = stats.common_slope([x for tg in tgroups for x in tg],
+                                   [y for g in groups for y in g])
+        if slope is not None:
+            centre = float(np.mean([x for tg in tgroups for b in tg
+                                    for x in b]))
+            adjusted = [[[y - slope * (x - centre) for y, x in zip(b, xb)]
+                         for b, xb in zip(g, tg)]
+                        for g, tg in zip(groups, tgroups)]
+    if one_boot:
+        boots = values
+        noise = [stats.noise([]) for _ in groups]
+    else:
+        # the median: what else runs on a CPU only ever adds instructions
+        boots = [[float(np.median(b)) for b in g] for g in adjusted]
+        noise = [stats.noise(g) for g in adjusted]
+    ticks = None
+    if one_boot and tgroups is not None:
+        ticks = [[x for b in tg for x in b] for tg in tgroups]
+    return Row(m, values, boots, [stats.summarize(v) for v in values],
+               [stats.summarize(b) for b in boots], noise,
+               [None] * len(groups), True, derived=m.derived, ticks=ticks,
+               unit="run" if one_boot else "boot")
+
+
 def _mark_duplicate_cpu_rows(rows: list[Row]) -> None:
     """A per-CPU row that equals its total in every run (one CPU does all
     of it) restates the total."""
@@ -415,9 +488,16 @@ def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
     pending: dict[tuple[int, int], tuple[stats.Estimate, str]] = {}
     for i in range(1, nsets):
         ests = stats.boot_changes([(r.boots[0], r.boots[i]) for r in rows],
-                                  [r.metric.kind == "time" for r in rows],
-                                  confidence)
+                                  [r.metric.kind in ("time", "insn")
+                                   for r in rows], confidence)
         for k, (r, est) in enumerate(zip(rows, ests)):
+            if r.ticks is not None:
+                # one boot a side of an insn row: its runs, against the
+                # ticks (verdict._insn_row)
+                est = stats.covariate_change(r.values[0], r.ticks[0],
+                                             r.values[i], r.ticks[i],
+                                             confidence=confidence,
+                                             boot_cv=INSN_BOOT_CV)
             means = (r.boot_summaries[0].amean, r.boot_summaries[i].amean)
             rule = _not_a_change(r.metric, est, means,
                                  (r.values[0], r.values[i]), floor,

@@ -1,7 +1,8 @@
 """storm vm: boot a kernel in a QEMU guest (virtme-ng) and run a command.
 
 The guest shares the host's root read-only, runs COMMAND as root in the
-repository, and may write only to results/ (and any --rwdir). The host
+repository, and may write only to results/ ($STORM_RESULTS; and any
+--rwdir). The host
 reads the command's exit status and the guest's dmesg from a state
 directory the guest writes, so nothing depends on QEMU's own exit code.
 """
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from . import REPO, dmesg, kernels
+from . import REPO, dmesg, kernels, runs
 
 EXIT_KERNEL_PROBLEM = 3     # the command passed but dmesg shows BUG/WARNING/...
 EXIT_TIMEOUT = 124          # as timeout(1)
@@ -58,6 +59,15 @@ UNNEEDED_MODULES = (
     "cryptd")
 # The guest kernel's log buffer (see vng_command).
 LOG_BUF_LEN = "16M"
+# The instruction counter (qemu-plugin/storm-insn.c), where it writes in
+# the state directory, and the tick handling counting guests boot with:
+# with the default (nohz idle), whether a target's tick is stopped
+# changes from run to run and moves its count between levels up to 25%
+# apart; with nohz=off every CPU takes every tick, which the interrupt
+# counts (LOC) then account for.
+PLUGIN = "build/qemu-plugin/storm-insn.so"
+INSN_LOG = "insn.log"
+INSN_APPEND = "nohz=off"
 CONSOLE_LOGLEVEL = 5         # up to KERN_WARNING: oopses, panics, warnings
 
 
@@ -153,6 +163,8 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
             f"-d cpu_reset,guest_errors -D {state / QEMU_LOG}")
     if args.accel == "tcg":
         qemu += f" -accel {TCG_ACCEL}"
+    if counting_insn(args):
+        qemu += f" -plugin {REPO / PLUGIN},out={state / INSN_LOG}"
     nodes = getattr(args, "numa", 1)
     if nodes > 1:
         # A socket per node: with vng's -smp N (one socket, one LLC) the
@@ -170,6 +182,8 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
     if not args.verbose:
         # warnings, oopses and panics, not every pr_info of a storm
         append.append(f"loglevel={CONSOLE_LOGLEVEL}")
+    if counting_insn(args):
+        append.append(INSN_APPEND)
     if args.append:
         append.append(args.append)
     cmd += ["--append", " ".join(append)]
@@ -180,6 +194,23 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
 
 
 HOST_LOADAVG = "host-loadavg"  # the host's /proc/loadavg, for the guest
+
+
+def counting_insn(args: argparse.Namespace) -> bool:
+    """Whether this guest counts instructions: under TCG unless --no-insn
+    (KVM has no plugins; a vPMU counts there, in the module)."""
+    return args.accel == "tcg" and getattr(args, "insn", True)
+
+
+def build_plugin() -> None:
+    """make the instruction counter (a no-op when up to date)."""
+    res = subprocess.run(["make", "-C", str(REPO), "--no-print-directory",
+                          "plugin"], stdin=subprocess.DEVNULL, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if res.returncode != 0:
+        sys.stderr.write(res.stdout)
+        raise SystemExit("storm vm: building the instruction counter "
+                         f"({PLUGIN}) failed; --no-insn boots without it")
 
 
 @functools.lru_cache(maxsize=1)
@@ -243,6 +274,7 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
     config, commit = kernel_identity(kernel)
     env = {
         "STORM_ACCEL": args.accel,
+        "STORM_RESULTS": str(runs.RESULTS),
         "STORM_VM_ACCEL": accel_text(args.accel),
         "STORM_VM_QEMU_VERSION": qemu_version(),
         "STORM_VM_KERNEL": kernel.release,
@@ -255,6 +287,8 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
         "STORM_HOST_LOADAVG": str(state / HOST_LOADAVG),
         "STORM_HOST_CPUS": str(os.cpu_count() or 0),
         "STORM_VM_HOST_CPUS": args.host_cpus or "",
+        "STORM_INSN_LOG": (str(state / INSN_LOG) if counting_insn(args)
+                           else ""),
         **suite_identity(),
     }
     (state / "env").write_text("".join(
@@ -438,6 +472,10 @@ def main(argv: list[str]) -> int:
                    "(taskset -c syntax: 0, 0-1, 1,3; recorded in run files "
                    "as env.vm_host_cpus); default: wherever the host "
                    "scheduler puts it")
+    p.add_argument("--no-insn", dest="insn", action="store_false",
+                   help="do not count instructions (by default a TCG guest "
+                   "runs the storm-insn plugin and boots with "
+                   f"{INSN_APPEND}: every run file gets insn.* rows)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="show the guest's console as it boots and runs")
     p.add_argument("--status-file", type=pathlib.Path, metavar="FILE",
@@ -482,9 +520,11 @@ def main(argv: list[str]) -> int:
         return 2
     if not args.no_build:
         build_modules(kernel, quiet=not args.verbose)
+    if counting_insn(args):
+        build_plugin()
 
-    results = REPO / "results"
-    results.mkdir(exist_ok=True)
+    results = runs.RESULTS
+    results.mkdir(parents=True, exist_ok=True)
     vmdir = REPO / "build" / "vm"
     vmdir.mkdir(parents=True, exist_ok=True)
     state = pathlib.Path(tempfile.mkdtemp(prefix="guest-", dir=vmdir))

@@ -46,6 +46,7 @@ storm_case bad_numipi_negative ipistorm numipi=-1
 storm_case bad_timeout_huge ipistorm timeout=999999999
 storm_case bad_delay_huge ipistorm numipi=10 delay=99999999
 storm_case bad_handler_huge ipistorm numipi=10 handler_ns=99999999
+storm_case bad_handler_loops_huge ipistorm numipi=10 handler_loops=100001
 storm_case bad_targets_self ipistorm numipi=10 cpulist=1 targets=1
 storm_case bad_targets_range ipistorm numipi=10 targets=99
 storm_case bad_targets_single ipistorm numipi=10 single=1 targets=2

@@ -23,7 +23,7 @@ sh tests/guest/rmmod-races.sh
 # long before the 120 s, and the result must say hotplug. The timeout is
 # long so the event always lands inside the storm: on a KASAN guest under
 # TCG, finding the threads and taking a CPU down take seconds each, and an
-# 8 s storm was over before the CPU went (20261125T184152Z/safety). A
+# 8 s storm can be over before the CPU goes. A
 # storm that handles the event stops there, so the length costs nothing.
 
 # Wait for the storm of the insmod running as $1 to have threads, or for
@@ -45,7 +45,7 @@ hotplug_case() {
 	pid=$!
 	# The clock starts with the storm's threads, not with insmod: a load
 	# takes over 10 s on a KASAN guest, and an event before the storm
-	# starts only gets the load refused (20261125T162220Z-hotplug).
+	# starts only gets the load refused.
 	storm_started "$pid"
 	start=$(date +%s)
 	sleep 1
@@ -86,7 +86,7 @@ storm_timed_case() {
 	name=$1
 	shift
 	# the clock is the storm's: udev's backlog from the hotplug cases
-	# took 60 s to settle on the debug kernel (20261126T020731Z)
+	# can take a minute to settle on the debug kernel
 	udev_settle >/dev/null
 	start=$(date +%s)
 	storm_case "$name" "$@"

@@ -53,8 +53,8 @@ DEBUGFS = pathlib.Path("/sys/kernel/debug")
 # while unregistering one (ftrace_set_filter_ip, "Failed to disarm
 # kprobe-ftrace ... (error -12)") leaves the probe in the kernel's table
 # after its module is freed: the kernel's own limit (kernel/kprobes.c
-# WARNs and goes on), which took the next load down with a KASAN oops in
-# the first campaign (2026-11-24). count_sent's own failure paths (its
+# WARNs and goes on), and the next load then oopses under KASAN
+# (docs/safety.md). count_sent's own failure paths (its
 # counters' allocation, a probe that cannot be registered) go untested
 # with it.
 CASES = [
@@ -224,8 +224,8 @@ def run_phase(libc, ko: str, name: str, params: str, injector: str,
         out.update(left_behind(name))
         return out
     # The threads exist once the load returns (created in init), yet on a
-    # slow debug guest (2026-11-25) 4 of 30 scans found none: look again
-    # while the storm runs, and keep what was seen for the next look at why.
+    # slow debug guest a scan right after it can find none: look again
+    # while the storm runs, and keep what was seen.
     pids, scans = storm_pids(), 1
     while not pids and status_of(name) in ("no result", "running") and \
             scans < 300:

@@ -43,10 +43,10 @@ dmesg_since() {
 }
 
 # Let udev finish the uevents of earlier module loads before a storm's
-# counts start: after faults.py's hundreds of loads systemd-udevd worked
-# on for seconds, and its root-filesystem I/O woke tasks on the storm's
-# target (ipi_idle's CPU 1: 483 CAL in 500 calls, CPUs 2 and 3 131 and
-# 79; 500 exactly 20 s later; results/ipistorm/udev-after-faults-20261126).
+# counts start: after faults.py's hundreds of loads systemd-udevd works
+# on for seconds, and its root-filesystem I/O wakes tasks on the storm's
+# target with call-function IPIs, on the CPUs the storm counts
+# (docs/evidence/udev-after-faults.md).
 # Prints udevadm's status and the seconds it waited; an empty queue
 # returns at once.
 udev_settle() {

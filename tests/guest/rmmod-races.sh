@@ -10,9 +10,9 @@
 # SCHED_FIFO on CPU 0, with only CPUs 0 and 1 online: the controller is
 # woken on the other CPU, which single-threaded TCG runs only after CPU 0
 # gives up its turn. How often the module goes before its controller ever
-# ran depends on the kernel, the storm and the host (ipistorm: 21 to 26
-# of 40 rounds on 6.1 over six CI runs, 1 to 4 of 40 on 6.12, 3 of 307
-# on 6.12 alone on the host; about 70 ms a round), so the
+# ran depends on the kernel, the storm and the host (ipistorm: about half
+# the rounds on 6.1, as few as one in a hundred on 6.12 alone on the host;
+# about 70 ms a round), so the
 # loop runs ROUNDS rounds and then on until EARLY of them hit the window,
 # MAX rounds at most; dmesg then says "unloaded before the storm could
 # report" at least EARLY times. Before storm_module_exit() stopped the workers

@@ -1,11 +1,11 @@
 """storm seed NNN: one seed's measurement, reproduced in one command.
 
-The seeds (../shared/seeds/, docs/seeds.md) are the patches whose
+The seeds (docs/seeds.md) are the patches whose
 authors hand-built what this suite measures. Each command builds the
 kernels it needs from Debian's linux-source-6.1 (patches/seed-NNN-*),
 boots them, runs the seed's storm, compares and prints the answer in
-the seed's own terms, keeping run files and answers under
-results/seeds/NNN/.
+the seed's format, keeping run files and answers under seeds/NNN/ in
+the results directory ($STORM_RESULTS or results/).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import REPO, compare, linux_source, matrix, runs, source
 
-RESULTS = REPO / "results" / "seeds"
+RESULTS = runs.RESULTS / "seeds"
 PATCHES = REPO / "patches"
 CONFIGS = REPO / "configs"
 
@@ -96,7 +96,8 @@ def add_guest_options(p: argparse.ArgumentParser, *, cpus: int, boots: int,
                       runs_: int, timeout: float = 1800) -> None:
     matrix.add_guest_options(
         p, "kernel and boot arguments", boots=boots, runs_=runs_, cpus=cpus,
-        timeout=timeout, results=None, results_help="results/seeds/NNN")
+        timeout=timeout, results=None,
+        results_help="seeds/<the seed's number> in $STORM_RESULTS or results/")
 
 
 def measure(sides: list[matrix.Side], args: argparse.Namespace, storm: str,

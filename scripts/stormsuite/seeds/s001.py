@@ -140,7 +140,8 @@ def run(args: argparse.Namespace, who: str) -> int:
         steps = tuple(guest.Step(storm, tuple(prm))
                       for _, storm, prm in runs_of(args, n))
         g = guest.Guest(args.kernel, "", args.cpus, args.memory,
-                        args.timeout, no_build=True, numa=n)
+                        args.timeout, no_build=True, numa=n,
+                        insn=args.insn)
         sides.append([guest.Boot(g, label, series,
                                  f"{label} boot {i + 1}/{args.boots}", steps)
                       for i in range(args.boots)])

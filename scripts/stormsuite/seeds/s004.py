@@ -107,7 +107,27 @@ def answer(args: argparse.Namespace, docs: list[dict[str, Any]]) -> str:
                 common.change(doc, "ipistorm.time_per_call_ns", label))
             lines.append(f"  {name:30} {_pct(t)} [{(1 - t) * 100:6.2f}]"
                          f"{'':3} {cal:15.0f} {no_ipi:14.0f}  {ch}")
+        lines += insn_lines(doc, base, cand, target)
         lines.append("")
     lines.append("  The seed (2 x 64C EPYC, polling idle): tip 1.00 [0.00], "
                  "tip + revert 0.81 [19.36].")
     return "\n".join(lines) + "\n"
+
+
+def insn_lines(doc: dict[str, Any], base: str, cand: str,
+               target: int) -> list[str]:
+    """Instructions per call on the sender (CPU 8) and the target, where
+    they were counted (docs/insn.md), with the verdict on each."""
+    rows = [("sender CPU 8", "ipistorm.insn_per_call.sender"),
+            (f"target CPU {target}", "ipistorm.insn_per_call.target")]
+    if not all(name in doc["metrics"] for _, name in rows):
+        return []
+    out = [f"  {'instructions per call:':30} "
+           + " ".join(f"{what:>16}" for what, _ in rows)]
+    for label, kernel in ((base, "stock 6.1"), (cand, "stock 6.1 + revert")):
+        out.append(f"  {kernel:30} " + " ".join(
+            f"{common.mean(doc, name, label):16.1f}" for _, name in rows))
+    for what, name in rows:
+        out.append(f"    {what}: "
+                   + common.verdict_mark(common.change(doc, name, cand)))
+    return out

@@ -1,0 +1,42 @@
+#!/bin/sh
+# groups: possible
+# check-insn.sh - the instruction counter (qemu-plugin/storm-insn.c), for
+# tests/test_insn_guest.py. Under the plugin: a known loop between two
+# markers (tests/kmod/insnloop.c) and a storm run whose run files carry
+# the insn section. The "possible" boot runs without the plugin
+# (storm vm --no-insn): there a storm with its markers must still run.
+. tests/guest/lib.sh
+
+d=$(case_dir insn)
+printf '%s\n' "${STORM_INSN_LOG:-}" >"$d/log"
+if [ -z "${STORM_INSN_LOG:-}" ]; then
+	storm_case insn_off ipistorm numipi=200 single=1 wait=1 cpulist=0 offset=1
+	exit 0
+fi
+
+# insmod runs the module's init on the CPU it runs on: CPU 1
+i=0
+for n in 1000 2000 1000 101000; do
+	i=$((i + 1))
+	from=$(wc -c <"$STORM_INSN_LOG")
+	taskset -c 1 insmod "$KO/insnloop.ko" loops=$n 2>"$d/loop-$i.err"
+	echo $? >"$d/loop-$i.rc"
+	rmmod insnloop 2>/dev/null
+	tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$d/loop-$i-$n"
+done
+# refused: nothing between markers, no marks written
+from=$(wc -c <"$STORM_INSN_LOG")
+insmod "$KO/insnloop.ko" loops=0 2>"$d/loop-refused.err"
+echo $? >"$d/loop-refused.rc"
+tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$d/loop-refused"
+
+# storm run's capture, every run file with its window's counts; a known
+# change in one boot: the handler's loop adds 2 x handler_loops
+# instructions a call on the target (about 1% at 6 loops), against two
+# series without it (an A/A).
+for set in a0 b0 c6; do
+	scripts/storm run --runs 8 --warmup 1 --results "$d/ab" --label "$set" \
+		ipistorm numipi=5000 single=1 wait=1 cpulist=0 offset=1 \
+		handler_loops="${set#?}" >"$d/ab-$set.out" 2>&1
+	echo $? >"$d/ab-$set.rc"
+done

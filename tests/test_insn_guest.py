@@ -1,0 +1,165 @@
+"""The instruction counter (qemu-plugin/storm-insn.c) in real guests.
+
+tests/guest/check-insn.sh runs in the full boot of 6.1 and 6.12, which
+load the plugin (storm vm's default under TCG), and in the "possible"
+boot, which does not (storm vm --no-insn).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from conftest import KERNELS, assert_clean, boot
+from stormsuite import insn, metrics, runs, verdict
+
+LOOPS = (1000, 2000, 1000, 101000)   # check-insn.sh's loads, in order
+LOOP_CPU = 1                        # taskset -c 1 insmod
+INSNS_PER_LOOP = 2                  # dec, jnz
+
+
+def loop_counts(guest) -> list[dict[int, int]]:
+    case = guest.case("insn")
+    out = []
+    for i, n in enumerate(LOOPS, 1):
+        assert case.file(f"loop-{i}.rc").strip() == "0", \
+            case.file(f"loop-{i}.err")
+        sec = insn.section(case.file(f"loop-{i}-{n}"))
+        assert sec["marks"]["begin"]["vcpu"] == LOOP_CPU
+        assert sec["marks"]["end"]["vcpu"] == LOOP_CPU
+        out.append({int(c): v for c, v in sec["cpu"].items()})
+    return out
+
+
+def test_known_loop_is_counted_exactly(guest):
+    """2 instructions an iteration, nothing else on that CPU between the
+    markers (interrupts are off): the same load counts the same, and
+    loads differ by exactly 2 x the difference in iterations."""
+    c = [x[LOOP_CPU] for x in loop_counts(guest)]
+    assert c[0] == c[2], c
+    assert c[1] - c[0] == INSNS_PER_LOOP * (LOOPS[1] - LOOPS[0]), c
+    assert c[3] - c[0] == INSNS_PER_LOOP * (LOOPS[3] - LOOPS[0]), c
+    # the constant is the marker blocks' own length: small
+    assert 0 < c[0] - INSNS_PER_LOOP * LOOPS[0] < 100, c
+
+
+def test_other_vcpus_are_snapshotted_not_counted(guest):
+    """With one TCG thread, no other vCPU runs while a CPU's interrupts
+    are off and it spins: the window is exact on every vCPU, and the
+    others run at most what they ran before it opened."""
+    for counts in loop_counts(guest):
+        assert sorted(counts) == [0, 1, 2, 3]
+        assert counts[LOOP_CPU] >= INSNS_PER_LOOP * 1000
+
+
+def test_refused_load_runs_no_window(guest):
+    case = guest.case("insn")
+    assert case.file("loop-refused.rc").strip() != "0"
+    assert "must be 1 to" in guest.dmesg
+    assert insn.parse_marks(case.file("loop-refused")) == []
+
+
+RUNS = 8                # a series of check-insn.sh
+CALLS = 5000
+
+
+def run_files(guest, label="a0") -> list[dict]:
+    case = guest.case("insn")
+    assert case.file(f"ab-{label}.rc").strip() == "0", \
+        case.file(f"ab-{label}.out")
+    files = sorted((case.dir / "ab" / label).rglob("run-*.json"))
+    assert len(files) == RUNS, files
+    return [json.loads(f.read_text()) for f in files]
+
+
+def test_run_files_carry_the_window(guest):
+    for run in run_files(guest):
+        assert run["env"]["insn_source"] == "tcg-plugin"
+        assert "nohz=off" in run["env"]["cmdline"]
+        sec = run["insn"]
+        assert sec["source"] == "tcg-plugin"
+        assert sorted(int(c) for c in sec["cpu"]) == [0, 1, 2, 3]
+        m = {k.name: v for k, v in metrics.of_run(run).items()}
+        # calls from CPU 0 to CPU 1, each waited for: the sender
+        # runs the call path, the target the interrupt and the handler;
+        # both take at least tens of instructions a call, and a call
+        # with its interrupt takes far fewer than a tick's thousands
+        sender = m["ipistorm.insn_per_call.sender"]
+        target = m["ipistorm.insn_per_call.target"]
+        assert 20 < sender < 2000, m
+        assert 20 < target < 5000, m
+        assert m["ipistorm.insn.CPU0"] == sender * CALLS
+        assert m["ipistorm.insn_per_call"] == pytest.approx(sender + target)
+        # the ticks on the row's CPUs, for the verdict's correction
+        assert m["ipistorm.ticks_per_call.sender"] == \
+            int(run["result"]["irq.0.LOC"]) / CALLS
+
+
+def test_instructions_are_primary_time_secondary(guest):
+    run = run_files(guest)[0]
+    roles = {k.name: k.role for k in metrics.of_run(run)}
+    assert roles["ipistorm.insn_per_call.sender"] == "primary"
+    assert roles["ipistorm.insn_per_call.target"] == "primary"
+    assert roles["ipistorm.time_per_call_ns"] == "secondary"
+    assert roles["ipistorm.ipis_per_call"] == "primary"
+
+
+@pytest.mark.boots("possible")
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_markers_are_harmless_without_the_plugin(kernel):
+    g = boot(kernel, "maxcpus=2", "possible", 3)
+    assert g.case("insn").file("log").strip() == ""
+    case = g.case("insn_off")
+    assert case.rc == 0, case.stderr
+    assert case.result["status"] == "done"
+    assert int(case.result["irq.1.CAL"]) >= 200 * 0.99
+    # TCG emulates no PMU: the module says so instead of counting zeros
+    assert case.result["insn.source"].startswith("off (no PMU counter: ")
+    assert not any(k.startswith(("insn.", "cycles.")) and k[-1].isdigit()
+                   for k in case.result)
+    assert_clean(case.dmesg)
+
+
+def series(guest, label):
+    run_files(guest, label)
+    files = sorted((guest.case("insn").dir / "ab" / label).rglob("run-*.json"))
+    return runs.load_files(files, label)
+
+
+def insn_changes(cmp) -> dict[str, object]:
+    return {r.metric.name: r.changes[1] for r in cmp.primary
+            if r.metric.kind == "insn"}
+
+
+def test_aa_in_one_boot_calls_nothing(guest):
+    """Two series of the same storm in one boot, runs as the unit with a
+    boot's spread priced in: no row is called."""
+    cmp = verdict.build([series(guest, "a0"), series(guest, "b0")])
+    changes = insn_changes(cmp)
+    assert set(changes) == {"ipistorm.insn_per_call.sender",
+                            "ipistorm.insn_per_call.target"}
+    assert not any(c.significant for c in changes.values()), changes
+    assert not any(c is not None and c.significant
+                   for r in cmp.rows for c in r.changes)
+
+
+def test_known_instruction_change_is_called(guest):
+    """handler_loops=6 adds 12 instructions a call on the target, about
+    1.1%, nothing on the sender: the target's row is called and its
+    estimate holds the true change; the sender's is not."""
+    base = series(guest, "a0")
+    loops = series(guest, "c6")
+    # the same storm but for the one parameter (as storm matrix --vary)
+    loops = dataclasses.replace(loops, params=base.params)
+    cmp = verdict.build([base, loops])
+    changes = insn_changes(cmp)
+    target = changes["ipistorm.insn_per_call.target"]
+    base_target = cmp.rows[[r.metric.name for r in cmp.rows].index(
+        "ipistorm.insn_per_call.target")].summaries[0].mean
+    true_pct = 100 * 2 * 6 / base_target
+    assert target.significant, target
+    assert target.estimate.lo <= true_pct <= target.estimate.hi, \
+        (true_pct, target)
+    assert not changes["ipistorm.insn_per_call.sender"].significant

@@ -1,0 +1,148 @@
+"""Verdicts on instruction counts: the tick correction and the unit of
+the test, by simulation with the noise the plugin's counts carry in real
+guests: each run's window holds ticks in proportion to its wall time
+(nohz=off, HZ=250), which follows the host (slow runs, whole slow boots),
+each tick a few thousand instructions; the rest of a run's count varies
+by 0.15-0.3%, and each boot by about 0.1% more."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stormsuite import metrics, runs, verdict
+
+CALLS = 20000
+HZ = 250
+TICK_INSNS = 3000.0     # instructions a tick costs on a busy CPU
+RUN_SD, BOOT_SD = 2e-3, 1e-3
+SENDER, TARGET = 200.0, 1090.0      # instructions a call, without ticks
+
+
+def run_doc(rng, level: float, slow: float, offset: float, label: str,
+            boot: str, i: int):
+    """One run: time per call 5 us, slowed by the boot's and the run's
+    own slowdowns (noise only slows a run); instructions per call at
+    level times the base, 0.1% run noise, plus the window's ticks."""
+    runtime = CALLS * 5e3 * slow * np.exp(abs(rng.normal(0, 0.2)))
+    ticks = int(runtime * 1e-9 * HZ + rng.random())
+    result = {
+        "storm": "ipistorm", "status": "done", "runtime_ns": int(runtime),
+        "param.cpulist": "0", "param.targets": "1",
+        "sender.0.calls": CALLS, "sender.0.target": 1,
+        "irq.0.CAL": 0, "irq.1.CAL": CALLS,
+        "irq.0.LOC": ticks, "irq.1.LOC": ticks,
+    }
+    cpu = {str(c): round(CALLS * base * level * offset
+                         * (1 + rng.normal(0, RUN_SD)) + ticks * TICK_INSNS)
+           for c, base in ((0, SENDER), (1, TARGET))}
+    cpu.update({"2": ticks * 500, "3": ticks * 500})
+    return {"schema": runs.SCHEMA, "kind": "storm-run", "storm": "ipistorm",
+            "label": label, "params": {}, "result": result,
+            "insn": {"source": "tcg-plugin", "cpu": cpu},
+            "interrupts": {"cpus": [0, 1, 2, 3], "rows": {}},
+            "env": {"boot_id": boot, "virtualization": "tcg",
+                    "accel": "tcg,thread=single", "cpu_count": 4},
+            "run": {"series": "sim", "index": i, "traced": False},
+            "_path": f"/sim/{label}/{boot}-{i}.json"}
+
+
+def side(rng, level, label, boots=1, nruns=6, slow=1.0):
+    docs = []
+    for b in range(boots):
+        boot_slow = slow * np.exp(abs(rng.normal(0, 0.3)))
+        offset = 1 + rng.normal(0, BOOT_SD)
+        docs += [run_doc(rng, level, boot_slow, offset, label,
+                         f"{label}{b}", i) for i in range(nruns)]
+    return runs.series_from_runs(label, runs.RESULTS / label, docs)
+
+
+def insn_rows(cmp):
+    return [r for r in cmp.primary if r.metric.kind == "insn"]
+
+
+def called(cmp) -> bool:
+    return any(r.changes[1].significant for r in insn_rows(cmp))
+
+
+def test_insn_rows_are_the_primary_rows_under_tcg():
+    rng = np.random.default_rng(1)
+    cmp = verdict.build([side(rng, 1, "A"), side(rng, 1, "B")])
+    names = {r.metric.name for r in cmp.primary}
+    assert {"ipistorm.insn_per_call.sender",
+            "ipistorm.insn_per_call.target"} <= names
+    assert "ipistorm.time_per_call_ns" not in names
+
+
+@pytest.mark.parametrize("boots", [1, 3])
+def test_a_slower_side_is_not_more_instructions(boots):
+    """Same kernel, the second side's boots twice as slow: twice the ticks
+    in every window. Uncorrected that is +0.6% instructions per call on
+    the sender; corrected, nothing."""
+    rng = np.random.default_rng(2)
+    a, b = side(rng, 1, "A", boots, 10), side(rng, 1, "B", boots, 10,
+                                                slow=2.0)
+    cmp = verdict.build([a, b])
+    assert not called(cmp), [(r.metric.name, r.changes[1]) for r in
+                             insn_rows(cmp)]
+    raw = [metrics.of_runs(s.runs) for s in (a, b)]
+    m = next(k for k in raw[0] if k.name == "ipistorm.insn_per_call.sender")
+    raw_change = np.mean(raw[1][m]) / np.mean(raw[0][m]) - 1
+    assert raw_change > 0.004       # what the correction took out
+
+
+def at_most(rate: float, trials: int) -> int:
+    """The most alarms a true rate of `rate` gives in 99% of such runs."""
+    from scipy import stats
+    return int(stats.binom.ppf(0.99, trials, rate))
+
+
+DESIGNS = [(1, 10), (3, 6)]     # boots a side, runs a boot
+
+
+@pytest.mark.parametrize("boots,nruns", DESIGNS)
+def test_aa_false_alarms_at_most_five_percent(boots, nruns):
+    rng = np.random.default_rng(3 + boots)
+    trials = 200
+    alarms = sum(called(verdict.build([side(rng, 1, "A", boots, nruns),
+                                       side(rng, 1, "B", boots, nruns)]))
+                 for _ in range(trials))
+    assert alarms <= at_most(0.05, trials), alarms
+
+
+@pytest.mark.parametrize("boots,nruns", DESIGNS)
+def test_one_percent_is_called(boots, nruns):
+    """+1% on both rows is called 90% of the time or more, with one boot a
+    side or three, and the estimate is within half a point."""
+    rng = np.random.default_rng(7)
+    trials = 100
+    hits = 0
+    for _ in range(trials):
+        cmp = verdict.build([side(rng, 1, "A", boots, nruns),
+                             side(rng, 1.01, "B", boots, nruns)])
+        hits += all(r.changes[1].significant and
+                    abs(r.changes[1].estimate.pct - 1) < 0.5
+                    for r in insn_rows(cmp))
+    assert hits / trials >= 0.9, hits
+
+
+def test_one_boot_a_side_tests_runs_with_the_boots_spread():
+    """A boot's offset, which its runs cannot show, is priced in: one
+    boot a side whose runs differ by 0.3% (three times their standard
+    error) is not called."""
+    rng = np.random.default_rng(8)
+    cmp = verdict.build([side(rng, 1, "A", 1, 10),
+                         side(rng, 1.003, "B", 1, 10)])
+    for r in insn_rows(cmp):
+        assert r.unit == "run"
+        assert not r.changes[1].significant, r.changes[1]
+
+
+def test_verdict_line_names_the_side():
+    from stormsuite import compare
+    rng = np.random.default_rng(9)
+    cmp = verdict.build([side(rng, 1, "A", 1, 10), side(rng, 1.02, "B", 1, 10)])
+    lines = compare.verdict_lines(cmp)
+    target = next(x for x in lines if x.startswith("insn per call (target)"))
+    assert any(f"   +{x}% [" in target for x in ("1.8", "1.9", "2.0", "2.1",
+                                                   "2.2")), target
