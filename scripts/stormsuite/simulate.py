@@ -240,7 +240,7 @@ def real_boot_numbers(pool: list[Boot], nruns: int) -> list[list[float]]:
         if len(boot) < nruns:
             continue
         ms = boot[0]["_metrics"]
-        name = next(m for m in ms if m.primary and m.kind == "time")
+        name = next(m for m in ms if m.name in verdict.TIME_PER_OP)
         out.append([d["_metrics"][name] for d in boot])
     return out
 
@@ -251,7 +251,9 @@ def any_marked(cmp: verdict.Comparison) -> bool:
 
 
 def primary_time_called(cmp: verdict.Comparison) -> bool:
-    r = next(r for r in cmp.primary if r.metric.kind == "time")
+    """Whether the time per operation (primary, or secondary beside
+    instruction counts) was called a change."""
+    r = next(r for r in cmp.rows if r.metric.name in verdict.TIME_PER_OP)
     c = r.changes[1]
     return c is not None and c.significant
 
