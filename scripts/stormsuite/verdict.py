@@ -14,8 +14,9 @@ row is secondary; rows that restate another (metrics.DERIVED, and a
 per-CPU row equal to its total in every run) are shown, never tested.
 
 Every tested row of every candidate is one hypothesis of a single family,
-fixed by the design before the data are seen (the rows both sides have,
-with at least 2 boots a side), and corrected together by a graphical
+fixed by the design before the data are seen (the rows both sides have
+that can be tested: 2 boots a side or more, or an instruction row's runs
+with one boot a side), and corrected together by a graphical
 multiple test (stats.graph_test): the primary rows of all candidates
 share alpha (1 - confidence), 80% of it to the primary times and 20% to
 the other primaries (counts and instructions per operation, exact or
