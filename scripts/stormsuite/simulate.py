@@ -452,7 +452,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=1, help="random seed")
     p.add_argument("--only", choices=("aa", "power", "bisect", "detectable"),
                    help="one figure only (detectable: the smallest change "
-                   "called 90% of the time, --model only, not run by "
+                   "called 90%% of the time, --model only, not run by "
                    "default)")
     args = p.parse_args(argv)
     if args.trials < 1 or args.boots < 1 or args.runs < 1:
