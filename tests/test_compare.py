@@ -478,7 +478,7 @@ def test_compare_cli(tmp_path):
     assert "wrote" in proc.stderr
 
 
-@pytest.mark.parametrize("sub", ["compare", "matrix", "run"])
+@pytest.mark.parametrize("sub", ["compare", "matrix", "run", "report", "simulate"])
 def test_help(sub):
     proc = subprocess.run([str(REPO / "scripts" / "storm"), sub, "--help"],
                           capture_output=True, text=True)
