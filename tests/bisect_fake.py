@@ -1,14 +1,21 @@
 """Stand-ins for bisect.measure, for tests that drive real git bisects
 over small synthetic repositories: each commit's `value` file is the
-metric ("broken" fails like a build that does not compile)."""
+metric's level ("broken" fails like a build that does not compile), and
+its boots are real boots' noise around that level."""
 
 from __future__ import annotations
 
+import functools
+import gzip
+import hashlib
+import json
 import pathlib
 import subprocess
 from typing import Any
 
-from stormsuite import bisect
+import numpy as np
+
+from stormsuite import bisect, metrics
 
 
 def value_at(state: dict[str, Any], sha: str) -> str:
@@ -17,11 +24,44 @@ def value_at(state: dict[str, Any], sha: str) -> str:
                           text=True).stdout.strip()
 
 
-def boots_of(value: float, n: int, runs: int) -> list[list[float]]:
-    """n boots whose medians spread by +-2% around value (boot drift),
-    runs spread by 0.1 inside each."""
-    return [[value * (1 + 0.02 * ((k % 3) - 1)) + 0.1 * i
-             for i in range(runs)] for k in range(n)]
+BOOTS = pathlib.Path(__file__).parent / "data" / "resample"
+_drawn = 0
+
+
+@functools.lru_cache(maxsize=None)
+def real_boots() -> tuple[tuple[float, ...], ...]:
+    """Real boots of ipistorm's default storm on 6.1 (tests/data/resample,
+    the A/A sets): each boot's per-run median call times, over the level
+    of the pool (the median of the per-boot minima), so that a value of
+    1 is a typical boot."""
+    doc = json.loads(gzip.decompress(
+        (BOOTS / "ipistorm-6.1-aa" / "boots.json.gz").read_bytes()))
+    boots = []
+    for g in doc["groups"]:
+        for b in g["boots"]:
+            boots.append([metrics.median_call("ipistorm", r["result"])
+                          for r in b["runs"]])
+    level = float(np.median([min(b) for b in boots]))
+    return tuple(tuple(x / level for x in b) for b in boots)
+
+
+def boots_of(value: float, n: int, runs: int, seed: str = ""
+             ) -> list[list[float]]:
+    """n boots of a commit whose level is value: each a real boot drawn
+    at random (with its slow runs and its two clusters of call times),
+    `runs` of its runs, scaled to the level. Seeded by seed and the
+    draws made so far in this process."""
+    global _drawn
+    pool = real_boots()
+    rng = np.random.default_rng(
+        [_drawn, *hashlib.sha256(seed.encode()).digest()[:8]])
+    _drawn += 1
+    out = []
+    for k in rng.integers(len(pool), size=n):
+        b = pool[k]
+        pick = rng.choice(len(b), size=runs, replace=runs > len(b))
+        out.append([value * b[i] for i in pick])
+    return out
 
 
 def measure(state: dict[str, Any], requests: list[tuple[str, int]]
@@ -31,7 +71,12 @@ def measure(state: dict[str, Any], requests: list[tuple[str, int]]
         text = value_at(state, sha)
         if text == "broken":
             raise bisect.MeasureError("build failed: synthetic")
-        out.append((boots_of(float(text), n, state["runs"]), []))
+        # seeded by the commit's subject, not its sha (which changes with
+        # the time the test made the repository): a test replays alike
+        subject = subprocess.run(
+            ["git", "-C", state["tree"], "log", "-1", "--format=%s", sha],
+            check=True, capture_output=True, text=True).stdout.strip()
+        out.append((boots_of(float(text), n, state["runs"], subject), []))
     return out
 
 

@@ -43,8 +43,6 @@ def test_half_way_is_ambiguous_until_the_cap():
     half = float(np.exp((np.log(10.1) + np.log(20.0)) / 2))
     boots = [half * 0.99, half * 1.01]
     assert verdict(boots).decision == classify.AMBIGUOUS
-    # at the cap the odds as they stand decide; exactly half way they
-    # are even, and the commit is still ambiguous (a skip)
     assert 0.4 < verdict(boots).position < 0.6
 
 
@@ -52,8 +50,8 @@ def test_one_boot_is_not_enough_for_a_near_call():
     # one boot a little nearer bad: not 99:1 yet
     v = verdict([15.5])
     assert v.decision == classify.AMBIGUOUS
-    v = verdict([15.5], final=True)
-    assert v.decision == classify.BAD
+    # nearer bad, but at odds far from 99:1: never decided by the cap
+    assert 1 / classify.ODDS < v.odds < 1
 
 
 def test_decide_boots_until_clear():
@@ -78,6 +76,9 @@ def test_decide_stops_at_the_cap():
     v, boots = classify.decide(measure, levels(), log=True, first=2, more=3,
                                cap=7)
     assert len(boots) == 7 and asked == [2, 3, 2]
+    # at the cap a commit still between the levels is ambiguous (a skip),
+    # not decided at the odds as they stand
+    assert v.decision == classify.AMBIGUOUS
 
 
 def test_learnt_levels_take_the_called_commits():
@@ -180,11 +181,11 @@ def test_bisect_names_the_first_bad_commit_and_skips(tmp_path):
     # re-measured against its parent, and confirmed, with the interval
     assert f"re-measured against its parent {shas[5][:12]}" in out
     assert "confirmed" in out and "NOT confirmed" not in out
-    assert re.search(r": time \+9\d\.\d% \[\+\d+\.\d%, \+\d+\.\d%\] "
+    assert re.search(r": time \+\d+\.\d% \[\+\d+\.\d%, \+\d+\.\d%\] "
                      r"\(p=[0-9.e-]+, 3\+3 boots x 5 runs\): confirmed", out)
     # the summary's endpoints line is their verdict (it once showed the
     # last line git bisect run printed)
-    assert re.search(r"\nendpoints: \+9\d\.\d% \[.*\(p=[0-9.e-]+, 3\+3 "
+    assert re.search(r"\nendpoints: \+\d+\.\d% \[.*\(p=[0-9.e-]+, 3\+3 "
                      r"boots x 5 runs\)\n", out), out
     # the tree is back where it was, with no bisect in progress
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
@@ -214,18 +215,26 @@ def test_bisect_names_the_first_bad_commit_and_skips(tmp_path):
         == 2 + len([s for s in tested.values() if s["decision"] != "skip"])
 
 
-def test_a_half_way_commit_is_called_by_its_odds_at_the_cap(tmp_path):
-    values = ["10", "10", "14.5", "20", "20"]
+def test_a_half_way_commit_is_never_decided_by_the_cap(tmp_path):
+    """A commit at neither level (half way on the log scale) is called
+    only at odds of 99:1 either way; at its boot cap it is skipped, and
+    the bisect then names the commits it could not tell apart."""
+    values = ["10", "10", "14.14", "20", "20"]
     shas = make_repo(tmp_path / "tree", values)
     rc, out, err = run_bisect(tmp_path / "tree", tmp_path / "res",
                               shas[0], shas[-1])
     d = bisect_dir(tmp_path / "res")
     tested = {s["commit"]: s for s in bisect.steps(d) if "endpoint" not in s}
-    # 14.5 is a little above the log-scale midpoint (14.1): bad, after
-    # all 6 boots
-    assert tested[shas[2]]["decision"] == "bad"
-    assert len(tested[shas[2]]["boots"]) == 6
-    assert f"first bad commit: {shas[2]}" in out
+    for s in tested.values():
+        if s["decision"] == "skip":
+            assert len(s["boots"]) == 6 and "ambiguous" in s["why"]
+        else:
+            assert max(s["odds"], 1 / s["odds"]) >= classify.ODDS, s
+    if tested[shas[2]]["decision"] == "skip":
+        assert rc == 1 and "inconclusive" in err
+        assert shas[2] in err.split("it is one of:")[1]
+    else:
+        assert rc == 0, err
 
 
 def test_bisect_through_an_unbuildable_midpoint(tmp_path):

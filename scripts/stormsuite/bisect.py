@@ -3,8 +3,9 @@
     storm bisect --tree TREE --good REV --bad REV [--boots N] [--runs N]
                  [--metric M] STORM [PARAM=VALUE ...]
 
-Boots are the unit (stats.py); a boot's number is the trimmed mean of its
-runs (stats.boot_summary).
+Boots are the unit (stats.py); a boot's number is made from its runs as
+compare makes it (verdict.summary_of: the fastest run for the primary
+time, the median run for other times, the mean for counts).
 
 1. Builds both endpoints (each in its own build directory) and boots them
    interleaved, two at a time (--boots each, then one more pair at a time)
@@ -89,7 +90,8 @@ def resolve_metric(name: str, storm: str, available: list[str]) -> str:
     if name == "insn" and insn:
         candidates.insert(0, insn)
     if name == "time" and storm in metrics.PRIMARY:
-        candidates.insert(0, metrics.PRIMARY[storm][0])
+        candidates[:0] = [metrics.PRIMARY[storm][0]] + (
+            [metrics.UNTIMED[storm]] if storm in metrics.UNTIMED else [])
     if name == "runtime":
         candidates.insert(0, f"{storm}.runtime_ns")
     for c in candidates:
@@ -110,6 +112,7 @@ def samples_of(run_docs: list[dict[str, Any]], state: dict[str, Any]) -> list[fl
     name = resolve_metric(state["metric"], state["storm"], sorted(by_name))
     state["metric_name"] = name
     state["metric_kind"] = by_name[name][0].kind
+    state["metric_summary"] = compare.verdict.summary_of(by_name[name][0])
     values = by_name[name][1]
     ticks = by_name.get(metrics.TICKS_OF(name))
     if state.get("tick_slope") is not None and ticks is not None \
@@ -256,9 +259,10 @@ def load_measurer(spec: str) -> Callable[..., list[Measured]]:
     return getattr(importlib.import_module(module), func)
 
 
-def summaries(boots: list[list[float]]) -> list[float]:
-    """One number per boot (stats.boot_summary)."""
-    return [stats.boot_summary(b, robust=True) for b in boots]
+def summaries(boots: list[list[float]], state: dict[str, Any]) -> list[float]:
+    """One number per boot (stats.boot_summary, as the metric asks)."""
+    how = state.get("metric_summary", "min")
+    return [stats.boot_summary(b, how) for b in boots]
 
 
 def on_log_scale(state: dict[str, Any]) -> bool:
@@ -321,9 +325,9 @@ def step(state_file: pathlib.Path) -> int:
         (samples, files), = measurer(state, [(sha, n)])
         record["boots"] += samples
         record["files"] += files
-        got = summaries(samples)
+        got = summaries(samples, state)
         print(f"storm bisect: {short(sha)}: {len(record['boots'])} boots: "
-              f"{describe(summaries(record['boots']), state)}",
+              f"{describe(summaries(record['boots'], state), state)}",
               file=sys.stderr, flush=True)
         return got
 
@@ -349,11 +353,11 @@ def step(state_file: pathlib.Path) -> int:
         else:
             # the commit's boots join the level it was called
             state["levels"][verdict.decision].append(
-                summaries(record["boots"]))
+                summaries(record["boots"], state))
             save_state(state)
     record["seconds"] = round(time.monotonic() - started, 1)
     log_step(state, record)
-    shown = describe(summaries(record["boots"]), state) \
+    shown = describe(summaries(record["boots"], state), state) \
         if record["boots"] else ""
     why = f" ({record['why']})" if "why" in record else \
         f" (odds good:bad {classify.fmt_odds(record['odds'])}, at " \
@@ -385,8 +389,8 @@ def measure_endpoints(state: dict[str, Any], tree: pathlib.Path) -> bool:
         else:
             (b_s, b_f), (g_s, g_f) = measurer(state, [(bad, n), (good, n)])
         rounds += 1
-        gb += summaries(g_s)
-        bb += summaries(b_s)
+        gb += summaries(g_s, state)
+        bb += summaries(b_s, state)
         files["good"] += g_f
         files["bad"] += b_f
         log = on_log_scale(state)
@@ -444,7 +448,8 @@ def confirm(state: dict[str, Any], tree: pathlib.Path, first_bad: str,
             state, [(parent, state["boots"]), (first_bad, state["boots"])])
     except MeasureError as e:
         return f"could not measure it against its parent: {e}\n", False
-    line, est = verdict_line(summaries(p_s), summaries(b_s), state)
+    line, est = verdict_line(summaries(p_s, state), summaries(b_s, state),
+                             state)
     direction = np.sign(np.median(state["levels"]["bad"][0])
                         - np.median(state["levels"]["good"][0]))
     confirmed = est.excludes_zero and np.sign(est.pct) == direction

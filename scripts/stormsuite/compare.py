@@ -29,7 +29,7 @@ CompareError = verdict.CompareError
 Comparison = verdict.Comparison
 Row = verdict.Row
 build = verdict.build
-EXIT_REGRESSION = 1         # --fail-above: the primary time got slower
+EXIT_REGRESSION = 1         # --fail-above: a primary metric got worse
 
 
 # ---------------------------------------------------------------------
@@ -73,6 +73,8 @@ def fmt_change(c: verdict.Change) -> str:
 
 
 def primary_title(m: metrics.Metric, op: str) -> str:
+    if m.name in metrics.UNTIMED.values():
+        return f"runtime per {op}"
     if m.kind == "time":
         return f"time per {op}"
     if m.kind == "insn":
@@ -111,9 +113,11 @@ def verdict_lines(cmp: Comparison) -> list[str]:
             else:
                 change = "~"
             p = "p=-" if math.isnan(est.p) else f"p={est.p:.3g}"
-            if not math.isnan(c.p_adjusted) and len(cmp.primary) > 1:
-                p += f", Holm {c.p_adjusted:.3g}"
-            why = "" if c.significant else f"; {c.why_not}"
+            if not math.isnan(c.p_adjusted) and c.p_adjusted != est.p:
+                p += f", corrected {c.p_adjusted:.3g}"
+            # the corrected p is shown already
+            why = "" if c.significant or c.why_not.endswith(" corrected") \
+                else f"; {c.why_not}"
             out.append(
                 f"{title:<{width}} {fmt_primary_value(base.mean, r.metric)} "
                 f"± {_spread(base)}  ->  "
@@ -133,16 +137,27 @@ def _spread(s: stats.Summary) -> str:
     return _cv(s.cv) if s.n > 1 else "-"
 
 
+SUMMARY_TEXT = {"min": "the fastest of its runs", "median": "the median "
+                "of its runs", "mean": "the mean of its runs"}
+
+
 def noise_lines(cmp: Comparison) -> list[str]:
+    """Per time per operation: the CV of the per-boot numbers the test
+    compares, split into what a boot's own runs make of it and what the
+    boots add (stats.noise), and the CV of single runs inside a boot."""
     out = []
-    for r in cmp.primary:
-        if r.metric.kind != "time":
+    for r in cmp.rows:
+        if verdict.summary_of(r.metric) != "min":
             continue
         parts = [f"{s.label} {_cv(n.within_cv)} within, "
-                 f"{_cv(n.between_cv)} between"
+                 f"{_cv(n.between_cv)} between (boots {_cv(n.tested_cv)}; "
+                 f"single runs {_cv(n.runs_cv)})"
                  for s, n in zip(cmp.sets, r.noise)]
-        out.append(f"noise ({r.metric.name}, CV of runs within a boot and "
-                   "of boots beyond that): " + "; ".join(parts))
+        out.append(f"noise ({r.metric.name}, a boot's number "
+                   f"{SUMMARY_TEXT[verdict.summary_of(r.metric)]}): the CV "
+                   "of the boots' numbers split into what resampling a "
+                   "boot's own runs gives and what the boots add: "
+                   + "; ".join(parts))
     return out
 
 
@@ -177,22 +192,23 @@ def render(cmp: Comparison, show_all: bool = False) -> str:
     hidden = len(cmp.rows) - len(rows)
     alpha = 1 - cmp.confidence
     out += ["",
-            "Verdict lines: mean of the per-boot numbers (a boot's runs' "
-            "20% trimmed mean for times, mean for counts) ± their CV; the change "
-            f"with its {cmp.confidence:.0%} confidence interval (Welch's "
-            "t-test on the per-boot summaries, log scale for times), or ~ "
-            "when it is not a change: Holm-corrected p over the primary "
-            f"metrics not below {alpha:.2g}, an interval holding 0, or less "
-            f"than {cmp.min_effect:g}%.",
+            "Verdict lines: mean of the per-boot numbers (a boot's number: "
+            "the fastest of its runs for the primary time, the median of "
+            "its runs for other times, the mean for counts) ± their CV; the "
+            f"change with its {cmp.confidence:.0%} confidence interval "
+            "(Welch's t-test on the per-boot numbers, log scale for times), "
+            "or ~ when it is not a change: its corrected p not below "
+            f"{alpha:.2g} (one graphical multiple test over every row of "
+            "every candidate), or a rule.",
             "Table: Amean/Hmean and CV over all runs; %: change against "
             f"{cmp.sets[0].label} (baseline) of the per-boot numbers, as "
-            "tested (a tail percentile's few slow runs can move the Amean "
-            "columns the other way); times: lower is better, rates: "
-            "higher is better.",
-            "*: a change (secondary rows: Holm over the rows shown, tested "
-            "only behind a primary change); ~: not a change by rule (below "
-            f"{cmp.floor:g} counts, within +-1, below {cmp.min_effect:g}%); "
-            "(der): restates another row, not tested."]
+            "tested (slow runs can move the Amean columns the other way); "
+            "times: lower is better, rates: higher is better.",
+            "*: a change (secondary rows: tested only behind a primary "
+            "change); ~: not a change by rule (below "
+            f"{cmp.floor:g} counts, integer counts 1 apart, below "
+            f"{cmp.min_effect:g}%); (der): restates another row, not "
+            "tested."]
     insn = [r for r in cmp.rows if r.metric.kind == "insn"]
     if insn:
         unit = ("runs of the one boot a side, in an analysis of covariance "
@@ -235,6 +251,8 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         "candidates": labels[1:],
         "test": "welch-per-boot",
         "test_name": "Welch's t-test on per-boot summaries",
+        "correction": "graphical multiple test (Bretz et al. 2009) over "
+                      "every tested row of every candidate",
         "confidence": cmp.confidence,
         "floor": cmp.floor,
         "min_effect_pct": cmp.min_effect,
@@ -258,6 +276,7 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "kind": m.kind, "stat": m.stat, "unit": m.unit, "shown": r.shown,
             "role": "derived" if r.derived else m.role,
+            "boot_summary": verdict.summary_of(m),
             "values": {}, "changes": {}}
         for label, s, bs, v, b, n, c in zip(labels, r.summaries,
                                             r.boot_summaries, r.values,
@@ -268,8 +287,10 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
                 "min": _num(s.min), "max": _num(s.max), "samples": v,
                 "boots": b, "boot_mean": _num(bs.amean),
                 "boot_cv": _num(bs.cv),
+                "tested_cv": _num(n.tested_cv),
                 "within_boot_cv": _num(n.within_cv),
-                "between_boot_cv": _num(n.between_cv)}
+                "between_boot_cv": _num(n.between_cv),
+                "runs_cv": _num(n.runs_cv)}
             if c is not None:
                 e = c.estimate
                 entry["changes"][label] = {
@@ -349,7 +370,8 @@ def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
     done = []
     for group in pair(sides):
         cmp = build(group, confidence=args.confidence, floor=args.floor,
-                    min_effect=args.min_effect, force=args.force)
+                    min_effect=args.min_effect, force=args.force,
+                    vary=getattr(args, "vary_params", ()))
         table = render(cmp, show_all=args.all)
         print(table)
         if not args.no_write:
@@ -360,14 +382,14 @@ def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
 
 
 def exit_status(done: list[Comparison], fail_above: float | None) -> int:
-    """EXIT_REGRESSION when --fail-above is given and a primary time got
-    significantly slower by more than it (for CI gates), else 0."""
+    """EXIT_REGRESSION when --fail-above is given and a primary metric got
+    significantly worse by more than it (for CI gates), else 0."""
     if fail_above is None:
         return 0
-    bad = [(c.storm, label) for c in done for label in c.regressed(fail_above)]
-    for storm, label in bad:
-        print(f"storm compare: {storm} on {label}: the primary time "
-              f"regressed by more than {fail_above:g}%", file=sys.stderr)
+    bad = [(c.storm, r) for c in done for r in c.regressed(fail_above)]
+    for storm, (label, metric, pct) in bad:
+        print(f"storm compare: {storm} on {label}: {metric} got worse by "
+              f"{pct:+.1f}%, more than {fail_above:g}%", file=sys.stderr)
     return EXIT_REGRESSION if bad else 0
 
 
@@ -386,8 +408,9 @@ def add_stat_options(p: argparse.ArgumentParser, writes: bool = True
                    help="interrupt counts whose means are all below this "
                    f"are not changes (default {FLOOR:g})")
     p.add_argument("--fail-above", type=float, metavar="PCT",
-                   help=f"exit {EXIT_REGRESSION} when a primary time "
-                   "regressed significantly by more than PCT percent")
+                   help=f"exit {EXIT_REGRESSION} when a primary metric "
+                   "(time, IPIs or instructions per operation) got "
+                   "significantly worse by more than PCT percent")
     p.add_argument("--force", action="store_true",
                    help="compare sets whose environments differ in what "
                    "moves the numbers (emulation mode, vCPUs)")
@@ -436,7 +459,7 @@ def main(argv: list[str]) -> int:
         epilog="A directory may hold several series (one per storm run, "
         "matrix, ab or bisect invocation): the newest is read, LABEL@ID "
         "picks one, --pool takes them all. Exit status: 0, 1 with "
-        "--fail-above when the primary time regressed, 2 on errors. "
+        "--fail-above when a primary metric got worse, 2 on errors. "
         "examples: storm compare 6.1.0-56-amd64 6.12.117+deb12-amd64;  "
         "storm compare --fail-above 5 results/A/ipistorm-x "
         "results/B/ipistorm-x")

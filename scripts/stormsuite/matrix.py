@@ -1,6 +1,8 @@
 """storm matrix: one storm on several kernels and boot arguments, compared.
 
-Every (kernel, --append) combination is a side; each side gets --boots
+Every (kernel, --append, --vary value) combination is a side (--vary
+PARAM=A,B: the same storm with the module parameter at A and at B, what
+a parameter costs on one kernel); each side gets --boots
 guests (storm vm), interleaved A1 B1, B2 A2 ... and run two at a time so
 that each concurrent pair holds one boot of each side. Every boot runs
 `storm run` with warm-up and --runs runs, under a label naming the kernel
@@ -22,12 +24,24 @@ from typing import Any
 from . import compare, guest, kernels, runs
 
 
-def label_for(release: str, append: str) -> str:
-    """6.1.0-56-amd64, or 6.1.0-56-amd64_idle=poll for --append idle=poll."""
-    if not append.strip():
+def label_for(release: str, append: str, vary: str = "") -> str:
+    """6.1.0-56-amd64, or 6.1.0-56-amd64_idle=poll for --append idle=poll,
+    6.1.0-56-amd64_handler_ns=250 for --vary handler_ns=0,250."""
+    args = ",".join(append.split() + ([vary] if vary else []))
+    if not args:
         return release
-    args = ",".join(append.split())
     return f"{release}_" + re.sub(r"[^A-Za-z0-9._,+=-]", "_", args)
+
+
+def parse_vary(spec: str) -> tuple[str, list[str]]:
+    """--vary PARAM=A,B[,...] -> (PARAM, [A, B, ...])."""
+    name, eq, values = spec.partition("=")
+    vals = [v for v in values.split(",")]
+    if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) \
+            or len(vals) < 2 or any(not v for v in vals):
+        raise ValueError(f"--vary {spec}: give PARAM=A,B (two values or "
+                         "more)")
+    return name, vals
 
 
 def unique_labels(labels: list[str]) -> list[str]:
@@ -103,6 +117,7 @@ class Side:
     append: str
     label: str
     cpus: int = 0               # 0: args.cpus
+    params: tuple[str, ...] = ()    # this side's own, after the design's
 
 
 # A boot's cost here, for --dry-run: measured, a 4-vCPU guest under
@@ -155,13 +170,14 @@ def measure(sides: list[Side], design: Design, results: pathlib.Path
     series = guest.new_series_id()
     for s in sides:
         guest.build_modules(s.kernel)
-    steps = (guest.Step(design.storm, tuple(design.params)),)
     plan = [[guest.Boot(guest.Guest(s.kernel, s.append,
                                     s.cpus or design.cpus, design.memory,
                                     design.timeout, no_build=True,
                                     insn=design.insn),
                         s.label, series,
-                        f"{s.label} boot {i + 1}/{design.boots}", steps)
+                        f"{s.label} boot {i + 1}/{design.boots}",
+                        (guest.Step(design.storm,
+                                    tuple(design.params) + s.params),))
              for i in range(design.boots)] for s in sides]
     t0 = time.monotonic()
     done = guest.run_boots(guest.interleave(plan), runs=design.runs,
@@ -230,6 +246,7 @@ def main(argv: list[str]) -> int:
         epilog="example: storm matrix --kernel 6.1 --kernel 6.12 --boots 3 "
         "--runs 5 ipistorm numipi=2000 single=1 wait=1 cpulist=0 offset=1;  "
         "storm matrix --append '' --append idle=poll ipistorm ...;  "
+        "storm matrix --vary handler_ns=0,250 ipistorm ...;  "
         "A/A: storm matrix --kernel 6.1 --kernel 6.1 ipistorm ...")
     p.add_argument("--kernel", action="append", default=[],
                    help="a kernel for storm vm (6.1, 6.12, vmlinuz, tree); "
@@ -237,6 +254,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--append", action="append", default=[],
                    help="boot arguments, '' for none; repeat for more "
                    "(default: none)")
+    p.add_argument("--vary", metavar="PARAM=A,B",
+                   help="a module parameter at each value, on every kernel "
+                   "and boot arguments (e.g. handler_ns=0,250: what the "
+                   "parameter costs); the first value is the baseline")
     add_guest_options(p, "combination")
     p.add_argument("--trace", action="store_true",
                    help="also one trace-cmd run per boot (kept apart from "
@@ -254,18 +275,32 @@ def main(argv: list[str]) -> int:
     compare.check_stat_options(p, args)
     kernel_specs = args.kernel or ["6.1"]
     appends = args.append or [""]
+    varied: list[str] = [""]
+    args.vary_params = ()
+    if args.vary:
+        try:
+            name, values = parse_vary(args.vary)
+        except ValueError as e:
+            p.error(str(e))
+        if any(prm.partition("=")[0] == name for prm in args.params):
+            p.error(f"--vary {name}: also given as a parameter")
+        varied = [f"{name}={v}" for v in values]
+        # compare takes sets that differ in this parameter only
+        args.vary_params = (name,)
 
     combos = []
-    for spec, append in itertools.product(kernel_specs, appends):
+    for spec, append, vary in itertools.product(kernel_specs, appends,
+                                                varied):
         try:
             release = kernels.resolve(spec).release
         except kernels.KernelNotFound as e:
             print(f"storm matrix: {e}", file=sys.stderr)
             return 2
-        combos.append((spec, append, label_for(release, append)))
-    labels = unique_labels([c[2] for c in combos])
-    sides = [Side(spec, append, label)
-             for (spec, append, _), label in zip(combos, labels)]
+        combos.append((spec, append, vary, label_for(release, append, vary)))
+    labels = unique_labels([c[3] for c in combos])
+    sides = [Side(spec, append, label,
+                  params=(vary,) if vary else ())
+             for (spec, append, vary, _), label in zip(combos, labels)]
     if args.dry_run:
         print_plan("storm matrix", len(sides), args)
         return 0

@@ -1,10 +1,16 @@
 """storm report: a comparison as kernel developers paste it into mail.
 
-Two styles, from the same comparison `storm compare` makes (verdict.py):
+Two styles, from the comparison `storm compare` makes (verdict.py), with
+its numbers: each side's centre is the mean of its per-boot numbers (what
+the verdict tests, a boot's number made as compare makes it), its spread
+their CV, the change compare's estimate with its marker. Both styles
+start with compare's verdict lines (the change with its confidence
+interval, or ~, and the sample behind it) and end with its warnings
+(emulation, one boot, a busy host), so that what is pasted says what
+compare said.
 
-  0day     the lkp-tests/0-day robot's table: each side's mean over its
-           runs with its %stddev, the %change of those means, the
-           metric's lkp name.
+  0day     the lkp-tests/0-day robot's table: base %stddev, %change,
+           candidate %stddev, the metric's lkp name.
            Rows: the primary metrics and every row the verdict marked
            (--all: every row shown).
   mmtests  mmtests' compare-kernels blocks, as seed 004 quotes them: per
@@ -45,10 +51,19 @@ def _wanted(row: verdict.Row, show_all: bool) -> bool:
     return any(c is not None and c.significant for c in row.changes)
 
 
+def _head(cmp: verdict.Comparison) -> list[str]:
+    return [f"{cmp.storm}  {runs.params_text(cmp.params)}",
+            "sets: " + ", ".join(f"{s.label} {s.size}" for s in cmp.sets),
+            ""] + compare.verdict_lines(cmp) + [""]
+
+
+def _tail(cmp: verdict.Comparison) -> list[str]:
+    return [""] + [f"warning: {w}" for w in cmp.warnings]
+
+
 def zeroday(cmp: verdict.Comparison, show_all: bool = False) -> str:
     labels = [s.label for s in cmp.sets]
-    out = [f"{cmp.storm} " + " ".join(f"{k}={v}" for k, v in
-                                      sorted(cmp.params.items())), ""]
+    out = _head(cmp)
     out.append("  ".join(f"{label:>16}" for label in labels))
     out.append(" ".join(["----------------"]
                         + ["---------------------------"] * (len(labels) - 1)))
@@ -59,30 +74,31 @@ def zeroday(cmp: verdict.Comparison, show_all: bool = False) -> str:
     for r in cmp.rows:
         if not _wanted(r, show_all):
             continue
-        base = r.summaries[0]
+        base = r.boot_summaries[0]
         cells = [f"{_lkp_value(base.amean):>10}{_stddev(base.cv)}"]
         for i in range(1, len(cmp.sets)):
-            s = r.summaries[i]
-            # of the means shown, as lkp does (the verdict's estimate is
-            # on per-boot summaries, see storm compare)
-            pct = (f"{(s.amean / base.amean - 1) * 100:+.1f}%"
-                   if base.amean else "")
+            s = r.boot_summaries[i]
+            c = r.changes[i]
+            # compare's estimate and marker: * a change, ~ not one by rule
+            pct = compare.fmt_change(c).strip() if c is not None else ""
             cells.append(f"{pct:>12}  {_lkp_value(s.amean):>10}"
                          f"{_stddev(s.cv)}")
         out.append("".join(cells) + "  " + r.metric.name)
-    return "\n".join(out)
+    out += _tail(cmp)
+    return "\n".join(out).rstrip() + "\n"
 
 
-def _imp(ratio: float, m: metrics.Metric) -> float:
-    """mmtests' pct imp: positive when the candidate is better."""
-    return (ratio - 1) * 100 if m.kind == "rate" else (1 - ratio) * 100
+def _imp(pct: float, m: metrics.Metric) -> float:
+    """mmtests' pct imp from compare's change: positive when the
+    candidate is better."""
+    return pct + 0.0 if m.kind == "rate" else 0.0 - pct
 
 
 def mmtests(cmp: verdict.Comparison, show_all: bool = False) -> str:
     op = metrics.PRIMARY.get(cmp.storm, ("", "", "op"))[2]
     params = " ".join(f"{k}={v}" for k, v in sorted(cmp.params.items()))
     width = max(len(s.label) for s in cmp.sets) + 2
-    out = []
+    out = _head(cmp)
     rows = [r for r in cmp.rows if r.metric.primary
             or (show_all and r.shown and not r.derived)]
     for r in rows:
@@ -91,19 +107,24 @@ def mmtests(cmp: verdict.Comparison, show_all: bool = False) -> str:
                 else m.name)
         better = "Higher" if m.kind == "rate" else "Lower"
         head = "time" if m.kind == "time" else "value"
+        how = compare.SUMMARY_TEXT[verdict.summary_of(m)]
         out += [RULE,
                 f"Test          : {cmp.storm} {params}",
                 f"Units         : Normalized {what}",
                 f"Interpretation: {better} is better",
-                f"Statistic     : {m.stat.replace('mean', 'Mean')}",
+                f"Statistic     : AMean over boots of {how}",
                 RULE,
                 f"{'kernel:':<{width}}{head:>6} [pct imp](CV)"]
-        base = r.summaries[0].mean
-        for s, summ in zip(cmp.sets, r.summaries):
-            ratio = summ.mean / base if base else math.nan
+        for i, (s, summ) in enumerate(zip(cmp.sets, r.boot_summaries)):
+            c = r.changes[i]
+            pct = 0.0 if c is None else c.pct
+            ratio = 1 + pct / 100
+            mark = "" if c is None else ("*" if c.significant else
+                                         "~" if not c.reported else "")
             out.append(f"{s.label:<{width}}{ratio:6.2f} "
-                       f"[{_imp(ratio, m):6.2f}]({summ.cv:5.2f})")
+                       f"[{_imp(pct, m):6.2f}]({summ.cv:5.2f}){mark}")
         out.append("")
+    out += _tail(cmp)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -120,21 +141,26 @@ def main(argv: list[str]) -> int:
     p.add_argument("baseline", help="label under results/, or a directory")
     p.add_argument("candidates", nargs="+", metavar="candidate")
     p.add_argument("--style", choices=sorted(STYLES), default="0day")
-    p.add_argument("--all", action="store_true",
-                   help="every row, not only the primary and marked ones")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
                    help="where labels live (default: $STORM_RESULTS, "
                    "else results/)")
-    p.add_argument("--force", action="store_true",
-                   help="compare sets taken in different environments")
+    p.add_argument("--pool", action="store_true",
+                   help="read every series of a directory, not the newest")
+    compare.add_stat_options(p, writes=False)
     args = p.parse_args(argv)
+    compare.check_stat_options(p, args)
+    done = []
     try:
-        sets = [runs.resolve(s, args.results)
+        sets = [runs.resolve(s, args.results, pool=args.pool)
                 for s in [args.baseline] + args.candidates]
         for group in compare.pair(sets):
-            cmp = verdict.build(group, force=args.force)
+            cmp = verdict.build(group, confidence=args.confidence,
+                                floor=args.floor, min_effect=args.min_effect,
+                                force=args.force)
+            # --all: every row, not only the primary and marked ones
             print(STYLES[args.style](cmp, args.all))
+            done.append(cmp)
     except (runs.RunError, verdict.CompareError) as e:
         print(f"storm report: {e}", file=sys.stderr)
         return 2
-    return 0
+    return compare.exit_status(done, args.fail_above)

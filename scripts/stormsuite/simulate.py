@@ -1,15 +1,23 @@
-"""storm simulate: the verdicts' error rates, measured on simulated noise.
+"""storm simulate: the verdicts' error rates, measured by resampling real
+boots, and on a noise model as a second check.
 
-The noise model is this suite's default path as measured here: every run's
-time per call is lognormal with a per-run CV (default 10%), and every boot
-shifts all of its runs together by a lognormal drift (default 6%): memory
-placement, host load and timer alignment of that boot. Counts follow the
-storm: one CAL per call on the target (deterministic under TCG), timer
-ticks (LOC) in proportion to the runtime, a few stray reschedule IPIs.
+Real data (--data, the default): per-boot run files of ipistorm's default
+storm on 6.1 under TCG (tests/data/resample/<name>/boots.json.gz, cut from
+real `storm matrix`, bench and bisect runs: their slow runs, the two
+clusters of call times and the boot-to-boot floor included). A
+comparison draws distinct real boots for both sides and some of each
+boot's runs; a true change of X% multiplies every time of the candidate's
+runs by 1 + X/100 (and divides its rates).
 
-The run documents made here are real storm-run documents (runs.load_run's
-schema) and go through the real verdict.build, so what is measured is the
-code users run:
+The noise model (--model): every run's time per call is lognormal with a
+per-run CV (default 10%), and every boot shifts all of its runs together
+by a lognormal drift (default 6%). Counts follow the storm: one CAL per
+call on the target (deterministic under TCG), timer ticks (LOC) in
+proportion to the runtime, a few stray reschedule IPIs.
+
+Either way the run documents are storm-run documents (runs.load_run's
+schema) and go through the real verdict.build and classify code, so what
+is measured is the code users run:
 
   aa      the fraction of A/A comparisons (same kernel, separate boots)
           that mark anything: a primary change or any * row
@@ -22,14 +30,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import gzip
+import json
 import math
+import pathlib
 import sys
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from . import classify, runs, stats, verdict
+from . import REPO, classify, metrics, runs, stats, verdict
 
 CALLS = 2000
 TICK_HZ = 250
@@ -108,13 +120,140 @@ def side(rng: np.random.Generator, noise: Noise, level: float, boots: int,
     return runs.series_from_runs(label, runs.RESULTS / label, docs)
 
 
+# ---------------------------------------------------------------- real boots
+
+DATA = REPO / "tests" / "data" / "resample"
+DEFAULT_DATA = "ipistorm-6.1-aa"
+Boot = list[dict[str, Any]]             # one real boot's run documents
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: pathlib.Path) -> dict[str, Any]:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def data_path(name: str) -> pathlib.Path:
+    """A data set by name (under tests/data/resample) or path."""
+    p = pathlib.Path(name)
+    if p.is_dir():
+        p = p / "boots.json.gz"
+    return p if p.is_file() else DATA / name / "boots.json.gz"
+
+
+def real_boots(name: str = DEFAULT_DATA, level: str | None = None
+               ) -> list[Boot]:
+    """The real boots of a data set (only its groups at `level`, e.g.
+    "good" or "bad" of the e2e bisect tree), each a list of run
+    documents with their metrics made once ("_metrics"). A boot's first
+    run when the boot had no warm-up run is left out: the designs
+    resampled warm up first."""
+    doc = _load(data_path(name))
+    out = []
+    for g in doc["groups"]:
+        if level is not None and g["level"] != level:
+            continue
+        for b in g["boots"]:
+            docs = []
+            for r in b["runs"]:
+                if r["run"].get("warmup") == 0 and r["run"].get("index") == 1:
+                    continue
+                d = dict(r, _path=f"{g['name']}/{b['boot_id']}/"
+                         f"{r['run'].get('index')}")
+                d["_metrics"] = metrics.of_run(d)
+                docs.append(d)
+            out.append(docs)
+    return out
+
+
+def levels(name: str = DEFAULT_DATA) -> list[str]:
+    """The levels of a data set's groups ("aa"; "good" and "bad")."""
+    return sorted({g["level"] for g in _load(data_path(name))["groups"]})
+
+
+def scaled(ms: dict[metrics.Metric, float], factor: float
+           ) -> dict[metrics.Metric, float]:
+    """A run's metrics with every time multiplied by factor (rates
+    divided): what a kernel that makes the storm's work factor times as
+    slow would show."""
+    if factor == 1:
+        return ms
+    return {m: v * factor if m.kind == "time" else
+            v / factor if m.kind == "rate" else v for m, v in ms.items()}
+
+
+def resampled_side(rng: np.random.Generator, pool: list[Boot],
+                   which: Sequence[int], nruns: int, factor: float,
+                   label: str) -> runs.Series:
+    """A side of real boots pool[which], nruns of each boot's runs drawn
+    without replacement (in their order), times scaled by factor."""
+    docs = []
+    for j, k in enumerate(which):
+        boot = pool[k]
+        if len(boot) < nruns:
+            raise ValueError(f"a boot has {len(boot)} runs, fewer than "
+                             f"{nruns}")
+        for i in sorted(rng.choice(len(boot), size=nruns, replace=False)):
+            d = boot[i]
+            docs.append(dict(d, label=label,
+                             env=dict(d["env"], boot_id=f"{label}-{j}"),
+                             _metrics=scaled(d["_metrics"], factor)))
+    return runs.series_from_runs(label, runs.RESULTS / label, docs)
+
+
+def resample(rng: np.random.Generator, pool: list[Boot], change: float,
+             trials: int, boots: int, nruns: int,
+             candidates: list[Boot] | None = None) -> tuple[float, float]:
+    """(fraction with anything marked, fraction with the primary time
+    called a change) over trials comparisons of real boots: both sides
+    from pool (2 x boots distinct boots a trial) and the candidate's
+    times scaled by 1 + change; or, given candidates, the candidate's
+    boots drawn from them (a real change)."""
+    usable = [b for b in pool if len(b) >= nruns]
+    other = [b for b in candidates if len(b) >= nruns] \
+        if candidates is not None else None
+    need = 2 * boots if other is None else boots
+    if len(usable) < need or (other is not None and len(other) < boots):
+        raise ValueError(f"{len(usable)} boots with {nruns} runs or more: "
+                         f"too few for {boots}+{boots} distinct boots")
+    marked = called = 0
+    for _ in range(trials):
+        pick = rng.permutation(len(usable))[:need]
+        a = resampled_side(rng, usable, pick[:boots], nruns, 1.0, "A")
+        if other is None:
+            b = resampled_side(rng, usable, pick[boots:], nruns,
+                               1.0 + change, "B")
+        else:
+            b = resampled_side(rng, other,
+                               rng.permutation(len(other))[:boots], nruns,
+                               1.0, "B")
+        cmp = verdict.build([a, b])
+        marked += any_marked(cmp)
+        called += primary_time_called(cmp)
+    return marked / trials, called / trials
+
+
+def real_boot_numbers(pool: list[Boot], nruns: int) -> list[list[float]]:
+    """Per real boot, its runs' primary times (metrics.PRIMARY's time, or
+    the untimed runtime per call), for drawing boots' numbers quickly."""
+    out = []
+    for boot in pool:
+        if len(boot) < nruns:
+            continue
+        ms = boot[0]["_metrics"]
+        name = next(m for m in ms if m.name in verdict.TIME_PER_OP)
+        out.append([d["_metrics"][name] for d in boot])
+    return out
+
+
 def any_marked(cmp: verdict.Comparison) -> bool:
     return any(c is not None and c.significant
                for r in cmp.rows for c in r.changes)
 
 
 def primary_time_called(cmp: verdict.Comparison) -> bool:
-    r = next(r for r in cmp.primary if r.metric.kind == "time")
+    """Whether the time per operation (primary, or secondary beside
+    instruction counts) was called a change."""
+    r = next(r for r in cmp.rows if r.metric.name in verdict.TIME_PER_OP)
     c = r.changes[1]
     return c is not None and c.significant
 
@@ -165,17 +304,57 @@ class BisectPlan:
 
 def boot_summaries(rng: np.random.Generator, noise: Noise, level: float,
                    n: int, nruns: int) -> list[float]:
-    """n boots' numbers, as bisect takes them (stats.boot_summary)."""
+    """n boots' numbers of the primary time, as bisect takes them
+    (stats.boot_summary, the fastest run)."""
     out = []
     for _ in range(n):
         drift = rng.normal(0, noise.boot_cv)
         vals = noise.base_ns * level * np.exp(
             drift + rng.normal(0, noise.run_cv, nruns))
-        out.append(stats.boot_summary(list(vals), robust=True))
+        out.append(stats.boot_summary(list(vals), "min"))
     return out
 
 
-def bisect_once(rng: np.random.Generator, noise: Noise, effect: float,
+@dataclasses.dataclass(frozen=True)
+class RealNoise:
+    """Boots' numbers drawn from real boots: each boot's runs' primary
+    times over the level of its group (the median over the group's boots
+    of their fastest run), so that groups at different levels (the good
+    and the bad commits of a bisect) pool."""
+    boots: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def of(cls, *pools: list[Boot]) -> "RealNoise":
+        out = []
+        for pool in pools:
+            numbers = real_boot_numbers(pool, 1)
+            level = float(np.median([min(b) for b in numbers]))
+            out += [tuple(x / level for x in b) for b in numbers]
+        return cls(tuple(out))
+
+    def summaries(self, rng: np.random.Generator, level: float, n: int,
+                  nruns: int) -> list[float]:
+        """n boots at level: each a real boot drawn at random (with
+        replacement), nruns of its runs (without), its fastest run."""
+        usable = [b for b in self.boots if len(b) >= nruns]
+        out = []
+        for k in rng.integers(len(usable), size=n):
+            b = usable[k]
+            pick = rng.choice(len(b), size=nruns, replace=False)
+            out.append(level * stats.boot_summary([b[i] for i in pick],
+                                                  "min"))
+        return out
+
+
+def draw_boots(rng: np.random.Generator, noise: Noise | RealNoise,
+               level: float, n: int, nruns: int) -> list[float]:
+    if isinstance(noise, RealNoise):
+        return noise.summaries(rng, level, n, nruns)
+    return boot_summaries(rng, noise, level, n, nruns)
+
+
+def bisect_once(rng: np.random.Generator, noise: Noise | RealNoise,
+                effect: float,
                 ncommits: int, culprit: int, plan: BisectPlan
                 ) -> tuple[int | None, int]:
     """One simulated bisect of commits 1..ncommits (0 is good, ncommits
@@ -187,7 +366,7 @@ def bisect_once(rng: np.random.Generator, noise: Noise, effect: float,
     def measure(k: int, n: int) -> list[float]:
         nonlocal used
         used += n
-        return boot_summaries(rng, noise, level(k), n, plan.runs)
+        return draw_boots(rng, noise, level(k), n, plan.runs)
 
     used = 0
     good = measure(0, plan.boots)
@@ -221,7 +400,8 @@ def bisect_once(rng: np.random.Generator, noise: Noise, effect: float,
     return hi, used
 
 
-def bisect_accuracy(rng: np.random.Generator, noise: Noise, effect: float,
+def bisect_accuracy(rng: np.random.Generator, noise: Noise | RealNoise,
+                    effect: float,
                     trials: int, ncommits: int, plan: BisectPlan
                     ) -> tuple[float, float]:
     """(fraction right, mean boots per bisect), the culprit drawn
@@ -239,18 +419,29 @@ def bisect_accuracy(rng: np.random.Generator, noise: Noise, effect: float,
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="storm simulate",
-        description="Measure the verdicts' error rates on simulated noise "
-        "(lognormal per-run noise, lognormal per-boot drift) through the "
-        "real compare and bisect code: the A/A false-alarm rate, the power "
-        "to call 10% and 20% changes, and bisect accuracy.")
+        description="Measure the verdicts' error rates through the real "
+        "compare and bisect code: the A/A false-alarm rate, the power to "
+        "call 5%, 10% and 20% changes, and bisect accuracy. By default "
+        "on real boots (resampling the per-boot run files of a data set "
+        "under tests/data/resample); with --model on lognormal per-run noise "
+        "and per-boot drift.")
+    p.add_argument("--data", default=DEFAULT_DATA, metavar="NAME",
+                   help="real boots: a data set under tests/data/resample or "
+                   f"its directory (default {DEFAULT_DATA})")
+    p.add_argument("--level", help="the data set's boots at this level "
+                   "(e.g. good or bad of the e2e tree) for A/A and power; "
+                   "needed when it has several")
+    p.add_argument("--model", action="store_true",
+                   help="the lognormal model instead of real boots")
     p.add_argument("--trials", type=int, default=1000,
                    help="comparisons or bisects per figure (default 1000)")
     p.add_argument("--run-cv", type=float, default=10.0,
-                   help="per-run noise, CV in percent (default 10)")
+                   help="--model: per-run noise, CV in percent (default 10)")
     p.add_argument("--boot-cv", type=float, default=6.0,
-                   help="per-boot drift, CV in percent (default 6)")
-    p.add_argument("--boots", type=int, default=3,
-                   help="boots per side (default 3)")
+                   help="--model: per-boot drift, CV in percent "
+                   "(default 6)")
+    p.add_argument("--boots", type=int, default=8,
+                   help="boots per side (default 8)")
     p.add_argument("--runs", type=int, default=5,
                    help="runs per boot (default 5)")
     p.add_argument("--bisect-runs", type=int, default=BisectPlan.runs,
@@ -261,28 +452,53 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=1, help="random seed")
     p.add_argument("--only", choices=("aa", "power", "bisect", "detectable"),
                    help="one figure only (detectable: the smallest change "
-                   "called 90%% of the time, not run by default)")
+                   "called 90%% of the time, --model only, not run by "
+                   "default)")
     args = p.parse_args(argv)
     if args.trials < 1 or args.boots < 1 or args.runs < 1:
         p.error("--trials, --boots and --runs must be positive")
     rng = np.random.default_rng(args.seed)
     noise = Noise(args.run_cv / 100, args.boot_cv / 100)
-    print(f"noise: per-run CV {args.run_cv:g}%, per-boot drift "
-          f"{args.boot_cv:g}%; {args.boots} boots x {args.runs} runs a side; "
-          f"{args.trials} trials, seed {args.seed}")
+    pool: list[Boot] = []
+    if args.model:
+        print(f"noise: lognormal, per-run CV {args.run_cv:g}%, per-boot "
+              f"drift {args.boot_cv:g}%; {args.boots} boots x {args.runs} "
+              f"runs a side; {args.trials} trials, seed {args.seed}")
+    else:
+        if not data_path(args.data).is_file():
+            p.error(f"no data set {args.data!r} ({data_path(args.data)})")
+        have = levels(args.data)
+        level = args.level or (have[0] if len(have) == 1 else None)
+        if level not in have and args.only in (None, "aa", "power"):
+            p.error(f"{args.data}: give --level, one of {', '.join(have)}")
+        pool = real_boots(args.data, level)
+        print(f"noise: {len(pool)} real boots of {args.data} at level "
+              f"{level or ', '.join(have)} (resampled); "
+              f"{args.boots} boots x {args.runs} runs a side; "
+              f"{args.trials} trials, seed {args.seed}")
+
+    def rates(change: float) -> tuple[float, float]:
+        if args.model:
+            return comparisons(rng, noise, change, args.trials, args.boots,
+                               args.runs)
+        return resample(rng, pool, change, args.trials, args.boots,
+                        args.runs)
     t0 = time.monotonic()
-    if args.only in (None, "aa"):
-        marked, called = comparisons(rng, noise, 0.0, args.trials,
-                                     args.boots, args.runs)
-        print(f"A/A: {100 * marked:.1f}% marked anything, "
-              f"{100 * called:.1f}% called the primary time a change")
-    if args.only in (None, "power"):
-        for change in (0.05, 0.10, 0.20):
-            _, called = comparisons(rng, noise, change, args.trials,
-                                    args.boots, args.runs)
-            print(f"power: a {100 * change:g}% change called in "
-                  f"{100 * called:.1f}%")
+    try:
+        if args.only in (None, "aa"):
+            marked, called = rates(0.0)
+            print(f"A/A: {100 * marked:.1f}% marked anything, "
+                  f"{100 * called:.1f}% called the primary time a change")
+        if args.only in (None, "power"):
+            for change in (0.05, 0.10, 0.20):
+                _, called = rates(change)
+                print(f"power: a {100 * change:g}% change called in "
+                      f"{100 * called:.1f}%")
+    except ValueError as e:
+        p.error(str(e))
     if args.only == "detectable":
+        if not args.model:
+            p.error("--only detectable needs --model")
         found, tried = smallest_detectable(rng, noise, args.boots, args.runs,
                                            args.trials)
         print("power: " + ", ".join(f"{100 * c:g}% {100 * p:.0f}%"
@@ -291,9 +507,18 @@ def main(argv: list[str]) -> int:
               + (f"{100 * found:g}%" if found else
                  f"more than {100 * DETECT_GRID[-1]:g}%"))
     if args.only in (None, "bisect"):
-        plan = BisectPlan(boots=args.boots, runs=args.bisect_runs)
-        for effect in (0.10, 0.20):
-            right, boots = bisect_accuracy(rng, noise, effect, args.trials,
+        plan = BisectPlan(boots=min(args.boots, BisectPlan.boots),
+                          runs=args.bisect_runs)
+        # every level's boots over their level
+        drawn: Noise | RealNoise = noise if args.model else \
+            RealNoise.of(*[real_boots(args.data, lv)
+                           for lv in levels(args.data)])
+        if isinstance(drawn, RealNoise) and \
+                not any(len(b) >= plan.runs for b in drawn.boots):
+            p.error(f"the data set's boots have fewer than {plan.runs} "
+                    "runs: give --bisect-runs")
+        for effect in (0.05, 0.10, 0.20):
+            right, boots = bisect_accuracy(rng, drawn, effect, args.trials,
                                            args.commits, plan)
             print(f"bisect: a {100 * effect:g}% regression in "
                   f"{args.commits} commits named right in {100 * right:.1f}%"

@@ -9,15 +9,18 @@ Welch's t-test (unequal variances; the default) or the Mann-Whitney U test
 (no normality assumption; needs a handful of runs per side to ever reach
 95%).
 
-The inferential one (boot_change, holm, noise) treats the boot as the unit
-of replication: runs inside one boot share that boot's memory placement,
-host load and timer alignment, so they are not independent samples of "this
-kernel". Each boot is first reduced to one number (boot_summary: the median
-of its runs for times, the mean for counts), and the test compares those
-per-boot numbers between the sides: Welch's t-test, on the logarithm for
-times (emulation drift is multiplicative), with its confidence interval for
-the change. holm() corrects a family of such tests; noise() splits the
-spread into its within-boot and between-boot parts.
+The inferential one (boot_summary, boot_change, holm, graph_test, noise)
+treats the boot as the unit of replication: runs inside one boot share
+that boot's memory placement, host load and timer alignment, so they are
+not independent samples of "this kernel". Each boot is first reduced to
+one number (boot_summary: for a storm's primary time the minimum of its
+runs, since noise under emulation only ever slows a run down; for other
+times the median of its runs; for counts their mean), and the test
+compares those per-boot numbers between the sides: Welch's t-test, on the
+logarithm for times (emulation drift is multiplicative), with its
+confidence interval for the change. holm() and graph_test() correct a
+family of such tests; noise() splits the variance of the per-boot numbers
+tested into what the runs inside a boot contribute and what the boots do.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import dataclasses
 import math
 import statistics
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -49,7 +52,8 @@ def hmean(xs: Sequence[float]) -> float:
 
 def stddev(xs: Sequence[float]) -> float:
     """Sample standard deviation (n - 1); 0 for a single value."""
-    return statistics.stdev(xs) if len(xs) > 1 else 0.0
+    return float(np.std(np.asarray(xs, dtype=float), ddof=1)) \
+        if len(xs) > 1 else 0.0
 
 
 def cv(xs: Sequence[float]) -> float:
@@ -137,20 +141,22 @@ def change(base: Sequence[float], new: Sequence[float], *,
 # ---------------------------------------------------------------------
 # Boots as the unit of replication
 
-TRIM = 0.2                  # cut from each end of a boot's runs (times)
+SUMMARIES = ("min", "median", "mean")
 
 
-def boot_summary(runs: Sequence[float], robust: bool) -> float:
-    """One number per boot: for times (robust) the 20% trimmed mean of
-    its runs (one emulator hiccup in a run does not move it, and it wastes
-    less of the runs than the median: with 10 runs it averages the middle
-    six), for counts their mean."""
-    if not runs:
+def boot_summary(runs: Sequence[float], how: str) -> float:
+    """One number per boot from its runs: "min" (a primary time: host
+    load and emulator stalls only ever slow a run down, so the fastest
+    run is the one nearest what the kernel costs; it falls with the
+    number of runs, so compare only boots with as many runs), "median"
+    (other times: unmoved by slow runs while fewer than half are slow) or
+    "mean" (counts)."""
+    if how not in SUMMARIES:
+        raise ValueError(f"unknown boot summary {how!r}")
+    if not len(runs):
         return math.nan
-    if not robust:
-        return statistics.fmean(runs)
-    from scipy import stats as sst
-    return float(sst.trim_mean(np.asarray(runs, dtype=float), TRIM))
+    x = np.asarray(runs, dtype=float)
+    return float({"min": np.min, "median": np.median, "mean": np.mean}[how](x))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,51 +178,84 @@ class Estimate:
         return self.testable and (self.lo > 0 or self.hi < 0)
 
 
-def _ttest(x: np.ndarray, y: np.ndarray, confidence: float
-           ) -> tuple[float, float, float, float]:
-    """Welch: (mean(y) - mean(x), its CI low and high, two-sided p)."""
+def _ttests(x: np.ndarray, y: np.ndarray, confidence: float
+            ) -> list[tuple[float, float, float, float]]:
+    """Welch on each row of x and y (rows: metrics; columns: boots):
+    (mean(y) - mean(x), its CI low and high, two-sided p), one scipy call
+    for them all."""
     from scipy import stats as sst   # imported late: the CLI starts faster
-    diff = float(y.mean() - x.mean())
-    if x.var() == 0 and y.var() == 0:
-        # both sides constant over boots (deterministic counts)
-        return diff, diff, diff, 1.0 if diff == 0 else 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = sst.ttest_ind(y, x, equal_var=False)
-        ci = res.confidence_interval(confidence_level=confidence)
-    return diff, float(ci.low), float(ci.high), float(res.pvalue)
+    diff = y.mean(axis=1) - x.mean(axis=1)
+    const = (x.var(axis=1) == 0) & (y.var(axis=1) == 0)
+    out: list[tuple[float, float, float, float]] = []
+    if (~const).any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = sst.ttest_ind(y[~const], x[~const], axis=1,
+                                equal_var=False)
+            ci = res.confidence_interval(confidence_level=confidence)
+        tested = iter(zip(np.atleast_1d(ci.low), np.atleast_1d(ci.high),
+                          np.atleast_1d(res.pvalue)))
+    for k, d in enumerate(diff):
+        if const[k]:
+            # both sides constant over boots (deterministic counts)
+            out.append((float(d), float(d), float(d),
+                        1.0 if d == 0 else 0.0))
+        else:
+            lo, hi, p = next(tested)
+            out.append((float(d), float(lo), float(hi), float(p)))
+    return out
+
+
+def boot_changes(pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+                 logs: Sequence[bool], confidence: float = 0.95
+                 ) -> list[Estimate]:
+    """boot_change of each (base, new) pair, logs[k] its scale, with one
+    test call for all the pairs of equal sizes (compare's rows share
+    their boots)."""
+    nan = math.nan
+    out: list[Estimate | None] = [None] * len(pairs)
+    scaled: dict[tuple[int, int], list[tuple[int, np.ndarray, np.ndarray,
+                                            Any]]] = {}
+    for k, ((base, new), log) in enumerate(zip(pairs, logs)):
+        x = np.asarray(base, dtype=float)
+        y = np.asarray(new, dtype=float)
+        nb, nn = len(x), len(y)
+        if nb == 0 or nn == 0:
+            out[k] = Estimate(nan, nan, nan, nan, nb, nn)
+            continue
+        if log and not ((x <= 0).any() or (y <= 0).any()):
+            x, y = np.log(x), np.log(y)
+
+            def to_pct(d: float) -> float:
+                return 100 * math.expm1(d)
+        else:
+            ref = abs(float(x.mean()))
+
+            def to_pct(d: float, ref: float = ref) -> float:
+                return 100 * d / ref if ref else nan
+        if nb < 2 or nn < 2:
+            out[k] = Estimate(to_pct(float(y.mean() - x.mean())), nan, nan,
+                              nan, nb, nn)
+            continue
+        scaled.setdefault((nb, nn), []).append((k, x, y, to_pct))
+    for (nb, nn), group in scaled.items():
+        res = _ttests(np.array([g[1] for g in group]),
+                      np.array([g[2] for g in group]), confidence)
+        for (k, _, _, to_pct), (d, lo, hi, p) in zip(group, res):
+            out[k] = Estimate(to_pct(d), to_pct(lo), to_pct(hi), p, nb, nn)
+    return [e for e in out if e is not None]
 
 
 def boot_change(base: Sequence[float], new: Sequence[float], *,
                 log: bool, confidence: float = 0.95) -> Estimate:
     """The change from base to new, given one summary per boot on each
-    side. log: test and bound the ratio new/base on the log scale (times,
-    always positive); otherwise the difference, in percent of the
-    baseline's mean (counts, which may be 0). Fewer than two boots on a
-    side: the point estimate only."""
-    x = np.asarray(base, dtype=float)
-    y = np.asarray(new, dtype=float)
-    nb, nn = len(x), len(y)
-    nan = math.nan
-    if nb == 0 or nn == 0:
-        return Estimate(nan, nan, nan, nan, nb, nn)
-    if log:
-        if (x <= 0).any() or (y <= 0).any():
-            return boot_change(base, new, log=False, confidence=confidence)
-        x, y = np.log(x), np.log(y)
-
-        def to_pct(d: float) -> float:
-            return 100 * math.expm1(d)
-    else:
-        ref = abs(float(x.mean()))
-
-        def to_pct(d: float) -> float:
-            return 100 * d / ref if ref else nan
-    point = to_pct(float(y.mean() - x.mean()))
-    if nb < 2 or nn < 2:
-        return Estimate(point, nan, nan, nan, nb, nn)
-    d, lo, hi, p = _ttest(x, y, confidence)
-    return Estimate(to_pct(d), to_pct(lo), to_pct(hi), p, nb, nn)
+    side: Welch's t-test and its confidence interval. log: test and bound
+    the ratio new/base on the log scale (times, always positive; counts
+    with a value not above 0 fall back to the other scale); otherwise the
+    difference, in percent of the baseline's mean (counts, which may be
+    0). Both sides constant: p is 1 when equal, 0 when not. Fewer than
+    two boots on a side: the point estimate only."""
+    return boot_changes([(base, new)], [log], confidence)[0]
 
 
 def common_slope(xs: Sequence[Sequence[float]],
@@ -294,35 +333,121 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
+def graph_test(pvalues: Sequence[float], weights: Sequence[float],
+               transitions: Sequence[Sequence[float]]) -> list[float]:
+    """Adjusted p-values of a graphical multiple test (Bretz, Maurer,
+    Brannath and Posch 2009, Statistics in Medicine 28:586, algorithms 1
+    and 2): hypothesis j starts with weights[j] of alpha (the weights sum
+    to at most 1); when it is rejected its weight moves to the others as
+    transitions[j] says (each row sums to at most 1), and the graph is
+    updated. A hypothesis is rejected at level alpha when its adjusted p
+    is at most alpha; the family-wise error rate stays at most alpha in
+    the strong sense whatever the dependence between the tests (closed
+    testing with weighted Bonferroni tests). Holm is the complete graph
+    with equal weights. nan (no test possible) is never rejected and
+    stays nan; a hypothesis that never receives weight gets 1."""
+    p = np.asarray(pvalues, dtype=float)
+    w = np.asarray(weights, dtype=float).copy()
+    g = np.asarray(transitions, dtype=float).reshape(len(p), len(p)).copy()
+    if (w < 0).any() or w.sum() > 1 + 1e-9 or (g < 0).any() \
+            or (g.sum(axis=1) > 1 + 1e-9).any() or np.diag(g).any():
+        raise ValueError("graph_test: weights and transitions must be "
+                         "non-negative, sum to at most 1, no self-loops")
+    out = np.where(np.isnan(p), np.nan, 1.0)
+    active = ~np.isnan(p)
+    q = 0.0
+    while active.any():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(active & (w > 0), p / w, np.inf)
+        j = int(np.argmin(ratio))
+        if not np.isfinite(ratio[j]):
+            break
+        q = max(q, min(1.0, float(ratio[j])))
+        out[j] = q
+        active[j] = False
+        # algorithm 1: j's weight and edges pass on
+        w = w + w[j] * g[j]
+        w[j] = 0.0
+        denom = 1.0 - g[:, j] * g[j, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ng = (g + np.outer(g[:, j], g[j, :])) / denom[:, None]
+        ng[denom <= 1e-12] = 0.0
+        np.fill_diagonal(ng, 0.0)
+        ng[j, :] = 0.0
+        ng[:, j] = 0.0
+        g = ng
+    return out.tolist()
+
+
 @dataclasses.dataclass(frozen=True)
 class Noise:
-    within_cv: float        # percent: spread of runs inside a boot
-    between_cv: float       # percent: spread of boots beyond that
+    """The spread of one row's per-boot numbers (log scale, where a
+    standard deviation is a CV), in percent."""
+    tested_cv: float        # of the per-boot numbers the test compares
+    within_cv: float        # the part of it a boot's own runs make
+    between_cv: float       # the rest: what the boots themselves add
+    runs_cv: float          # of single runs inside a boot (pooled)
     boots: int
     runs: int
 
 
-def noise(boots: Sequence[Sequence[float]]) -> Noise:
-    """Within-boot and between-boot CV (one-way random-effects variance
-    components on the log scale, where a standard deviation is a CV).
-    between_cv is what a boot adds on top of its runs' own spread: the
-    noise that only more boots, not more runs, average away."""
-    groups = [np.log(np.asarray(b, dtype=float)) for b in boots if len(b)]
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def _within_var(runs: np.ndarray, how: str) -> float:
+    """The variance of log(boot_summary) that resampling the boot's own
+    runs gives (the bootstrap variance): how far the number would move
+    with other runs of the same boot. Exact for "min" (the resampled
+    minimum is the k-th smallest run with probability
+    ((r-k+1)/r)**r - ((r-k)/r)**r) and "mean" (the plug-in variance over
+    r, by the delta method on the log); scipy's bootstrap otherwise."""
+    r = len(runs)
+    if r < 2 or np.ptp(runs) == 0:
+        return 0.0
+    if how == "min":
+        logs = np.log(np.sort(runs))
+        k = np.arange(r)
+        prob = ((r - k) / r) ** r - ((r - k - 1) / r) ** r
+        mean = float((prob * logs).sum())
+        return float((prob * (logs - mean) ** 2).sum())
+    if how == "mean":
+        return float(np.var(runs) / r / np.mean(runs) ** 2)
+    from scipy import stats as sst
+
+    def stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.log(np.median(x, axis=axis))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sst.bootstrap((runs,), stat, n_resamples=BOOTSTRAP_RESAMPLES,
+                            method="percentile",
+                            random_state=np.random.default_rng(0))
+    return float(res.standard_error) ** 2
+
+
+def noise(boots: Sequence[Sequence[float]], how: str = "mean") -> Noise:
+    """Split the variance of the per-boot numbers a row tests
+    (boot_summary(runs, how) of each boot, on the log scale) into what the
+    runs inside a boot contribute (the mean over boots of the bootstrap
+    variance of the boot's number, resampling its runs) and what is left
+    between boots (never below 0): within_cv**2 + between_cv**2 =
+    tested_cv**2 unless the runs explain more than all of it. between_cv
+    is the noise only more boots, not more runs, average away. runs_cv is
+    the pooled spread of single runs around their boot's mean."""
+    groups = [np.asarray(b, dtype=float) for b in boots if len(b)]
     nan = math.nan
     runs = sum(len(g) for g in groups)
-    if not groups or any((g == -np.inf).any() or np.isnan(g).any()
+    if not groups or any((g <= 0).any() or np.isnan(g).any()
                          for g in groups):
-        return Noise(nan, nan, len(groups), runs)
-    dof = sum(len(g) - 1 for g in groups)
-    within = sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / dof \
-        if dof else nan
-    between = nan
-    if len(groups) > 1:
-        means = np.array([g.mean() for g in groups])
-        mean_n = runs / len(groups)
-        between = float(means.var(ddof=1)) - (within / mean_n
-                                              if dof else 0.0)
-        between = max(between, 0.0)
-    return Noise(100 * math.sqrt(within) if dof else nan,
-                 100 * math.sqrt(between) if len(groups) > 1 else nan,
-                 len(groups), runs)
+        return Noise(nan, nan, nan, nan, len(groups), runs)
+    logs = [np.log(g) for g in groups]
+    dof = sum(len(g) - 1 for g in logs)
+    runs_cv = 100 * math.sqrt(sum(float(((g - g.mean()) ** 2).sum())
+                                  for g in logs) / dof) if dof else nan
+    if len(groups) < 2:
+        return Noise(nan, nan, nan, runs_cv, len(groups), runs)
+    tested = float(np.var([math.log(boot_summary(g, how)) for g in groups],
+                          ddof=1))
+    within = float(np.mean([_within_var(g, how) for g in groups]))
+    between = max(tested - within, 0.0)
+    return Noise(100 * math.sqrt(tested), 100 * math.sqrt(within),
+                 100 * math.sqrt(between), runs_cv, len(groups), runs)

@@ -1,33 +1,44 @@
 """Is the difference between result sets real? The comparison model.
 
 Boots are the unit of replication (stats.py): each boot of each side is
-reduced to one number per metric, and the sides are compared on those.
+reduced to one number per metric (summary_of: a primary time takes the
+fastest of the boot's runs, other times the median of its runs, counts
+their mean), and the sides are compared on those: Welch's t-test, on the
+log scale for times, and its confidence interval (95% by default) for the
+change.
 
 The verdict is carried by each storm's primary metrics (metrics.py,
-PRIMARY): time per operation and IPIs per operation, and with
-count_sent=1 IPIs sent per operation (SENT_PRIMARY). They form the first
-family: Holm's correction over them, at 1 - confidence (a row that
-is not a change by rule, e.g. below --min-effect, is left out of its
-family's correction). A primary
-metric is a change when its corrected p-value is below alpha, its
-confidence interval (95% by default, the uncorrected Welch interval of
-the ratio) holds no zero, and the change is at least --min-effect.
+PRIMARY: time and IPIs per operation, IPIs sent per operation with
+count_sent=1, and any other metric metrics.py makes primary); every other
+row is secondary; rows that restate another (metrics.DERIVED, and a
+per-CPU row equal to its total in every run) are shown, never tested.
 
-Secondary rows (latency percentiles, interrupt rows) are the second
-family, tested only behind the first (parallel gatekeeping): with no
-primary change no secondary row is marked; with k of the n primaries
-changed, Holm at alpha * k / n (one of two: alpha/2; both: alpha). Whatever the dependence between rows,
-the chance that an A/A comparison marks anything stays at most alpha.
-Rows that restate another (metrics.DERIVED, and a per-CPU row equal to
-its total in every run) are shown, never tested. Counts follow lkp-tests:
-means within +-1 of each other are equal, means below the floor are not
-changes.
+Every tested row of every candidate is one hypothesis of a single family,
+fixed by the design before the data are seen (the rows both sides have
+that can be tested: 2 boots a side or more, or an instruction row's runs
+with one boot a side), and corrected together by a graphical
+multiple test (stats.graph_test): the primary rows of all candidates
+share alpha (1 - confidence), 80% of it to the primary times and 20% to
+the other primaries (counts and instructions per operation, exact or
+nearly so under emulation: when they change their p-value is tiny),
+each part split evenly; a primary row that is rejected passes half of
+its share on to the other primary rows and half to its candidate's
+secondary rows (split evenly), and a rejected secondary row passes its
+share on to its candidate's other secondary rows. So secondary rows are
+tested only behind a primary change of their candidate, and whatever the
+dependence between rows and candidates, the chance that an A/A
+comparison marks anything stays at most alpha. The corrected p-value's row is a
+change when it is below alpha and no rule says it is not one: a change
+below --min-effect, a count whose means are below the floor, or integer
+counts whose ranges lie exactly 1 apart (lkp-tests' changed_stat). The
+rules apply after the correction, so they never change the family.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +46,13 @@ from . import metrics, runs, stats
 
 FLOOR = 10.0                 # counts: means below this are not changes
 MIN_EFFECT = 1.0             # percent: smaller changes are never marked
+MEDIAN_TWIN = ".median_of_runs"   # the primary time's secondary twin row
+TIME_SHARE = 0.8             # of alpha, for the primary times (counts and
+                             # instructions are exact or nearly: when they
+                             # change their p is tiny, and needs little)
+PASS_ON = 0.5                # share a rejected primary row passes to its
+                             # candidate's secondary rows (the rest goes to
+                             # the other primary rows)
 # Instructions per operation vary by 0.15-0.3% from run to run once the
 # window's ticks are accounted for, and a boot's mean by about 0.1-0.15%
 # more (spin-waits run for as long as the other vCPU takes, which follows
@@ -54,13 +72,32 @@ class CompareError(Exception):
     pass
 
 
+# each storm's time per operation, primary or not (under emulation with
+# instruction counts the instructions decide and the time is secondary)
+TIME_PER_OP = {t for t, _, _ in metrics.PRIMARY.values()} \
+    | set(metrics.UNTIMED.values())
+
+
+def summary_of(m: metrics.Metric) -> str:
+    """How a boot's runs make its number on this row (stats.boot_summary):
+    the fastest run for a time per operation (noise only ever slows a run
+    down), the median run for other times and rates, and for instructions
+    (after the ticks, _insn_row), the mean for counts."""
+    if m.kind == "time" and (m.primary or m.name in TIME_PER_OP):
+        return "min"
+    if m.kind in ("time", "rate", "insn"):
+        return "median"
+    return "mean"
+
+
 @dataclasses.dataclass
 class Change:
     """One candidate's change against the baseline on one row."""
     estimate: stats.Estimate
     p_adjusted: float       # after the row's family correction
     significant: bool       # marked: a change the suite stands behind
-    reported: bool          # False: not a change by rule (floor, +-1, tiny)
+    reported: bool          # False: not a change by rule (floor, 1 apart,
+                            # below the minimum effect)
     why_not: str = ""       # why it is not marked, for the reader
 
     @property
@@ -83,6 +120,8 @@ class Row:
     changes: list[Change | None]        # per set; None for the baseline
     shown: bool                         # False: tiny everywhere
     derived: bool = False               # restates another row: not tested
+    run_groups: list[list[list[float]]] = dataclasses.field(
+        default_factory=list)           # per set, per boot, per run
     ticks: list[list[float]] | None = None  # per set, per run: the ticks
                                         # an insn row is tested against
     unit: str = "boot"                  # what the test counts: boot, run
@@ -117,27 +156,35 @@ class Comparison:
             f"{len(b.runs)}+{len(c.runs)} runs"
         return f"{len(b.boots)}+{len(c.boots)} boots x {runs_txt}"
 
-    def regressed(self, above_pct: float) -> list[str]:
-        """Labels whose primary time got significantly slower by more
-        than above_pct percent."""
+    def regressed(self, above_pct: float) -> list[tuple[str, str, float]]:
+        """(label, metric, change in percent) for every primary metric of
+        a candidate that got significantly worse by more than above_pct
+        percent: slower, more IPIs or instructions per operation, or a
+        lower rate."""
         out = []
         for r in self.primary:
-            if r.metric.kind != "time":
-                continue
+            sign = -1.0 if r.metric.kind == "rate" else 1.0
             for s, c in zip(self.sets, r.changes):
-                if c is not None and c.significant and c.pct > above_pct:
-                    out.append(s.label)
+                if c is not None and c.significant \
+                        and sign * c.pct > above_pct:
+                    out.append((s.label, r.metric.name, c.pct))
         return out
 
 
 # ---------------------------------------------------------------------
 # Refusals
 
-def check_same(sets: list[runs.Series]) -> None:
-    """Refuse to compare different storms or parameters."""
+def _key(s: runs.Series, vary: tuple[str, ...]) -> tuple[Any, ...]:
+    return (s.storm, tuple(sorted((k, v) for k, v in s.params.items()
+                                  if k not in vary)))
+
+
+def check_same(sets: list[runs.Series], vary: tuple[str, ...] = ()) -> None:
+    """Refuse to compare different storms or parameters (but for the
+    parameters in vary, which the sets differ in by design)."""
     base = sets[0]
     for s in sets[1:]:
-        if s.key != base.key:
+        if _key(s, vary) != _key(base, vary):
             raise CompareError(
                 "refusing to compare different storms or parameters:\n"
                 f"  {base.label}: {base.what}\n  {s.label}: {s.what}")
@@ -170,7 +217,8 @@ def env_mismatches(sets: list[runs.Series]) -> list[str]:
     return out
 
 
-def env_warnings(sets: list[runs.Series]) -> list[str]:
+def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = ()
+                 ) -> list[str]:
     out = []
     for s in sets:
         for name in ("kernel_release", "boot_args"):
@@ -184,8 +232,10 @@ def env_warnings(sets: list[runs.Series]) -> list[str]:
                        "out (LABEL@ID picks one, --pool takes all)")
         if len(s.boots) < 2:
             out.append(f"{s.label}: one boot: no test is possible (boots, "
-                       "not runs, are the unit of replication); use "
-                       "--boots 3 or more")
+                       "not runs, are the unit of replication): storm "
+                       "matrix and ab take --boots 3 or more; on a test "
+                       "box, reboot and `storm run --series ID` again "
+                       "into the same label, 3 boots or more")
     base = sets[0]
     for name in ENV_SHOULD_MATCH:
         for s in sets[1:]:
@@ -201,7 +251,8 @@ def env_warnings(sets: list[runs.Series]) -> list[str]:
     b = effective(base)
     for s in sets[1:]:
         e = effective(s)
-        diff = sorted(k for k in set(b) | set(e) if b.get(k) != e.get(k))
+        diff = sorted(k for k in set(b) | set(e) if b.get(k) != e.get(k)
+                      and k.removeprefix("param.") not in vary)
         if diff:
             out.append(f"{s.label}: the module resolved parameters "
                        "differently: " + ", ".join(
@@ -240,15 +291,25 @@ def host_overload(s: runs.Series) -> tuple[float, int] | None:
 # ---------------------------------------------------------------------
 # The comparison
 
+def _one_apart(a: list[float], b: list[float]) -> bool:
+    """lkp-tests' changed_stat: integer samples whose ranges lie exactly
+    1 apart (every run of one side one more than every run of the other)
+    are not a change."""
+    if not a or not b or not all(float(x).is_integer() for x in a + b):
+        return False
+    return min(a) - max(b) == 1 or min(b) - max(a) == 1
+
+
 def _not_a_change(m: metrics.Metric, est: stats.Estimate,
-                  means: tuple[float, float], floor: float,
-                  min_effect: float) -> str:
+                  means: tuple[float, float], values: tuple[list[float],
+                                                            list[float]],
+                  floor: float, min_effect: float) -> str:
     """Why a change is not one by rule, or ''."""
-    if m.kind == "count" and not m.primary:
-        if max(abs(means[0]), abs(means[1])) < floor:
+    if m.kind == "count":
+        if not m.primary and max(abs(means[0]), abs(means[1])) < floor:
             return f"below {floor:g} counts"
-        if abs(means[1] - means[0]) <= 1:
-            return "within +-1"
+        if _one_apart(*values):
+            return "1 apart"
     if math.isnan(est.pct):
         return "no baseline"
     if m.kind == "insn":
@@ -258,10 +319,41 @@ def _not_a_change(m: metrics.Metric, est: stats.Estimate,
     return ""
 
 
+def check_run_counts(sets: list[runs.Series], rows: list[Row]) -> str:
+    """'' when every boot of every set has as many runs on each row whose
+    per-boot number is a minimum (it falls with more runs); else what
+    differs."""
+    for r in rows:
+        if summary_of(r.metric) != "min":
+            continue
+        counts = {s.label: sorted({len(x) for x in v})
+                  for s, v in zip(sets, r.run_groups)}
+        if len({n for c in counts.values() for n in c}) > 1:
+            return (f"{r.metric.name}: a boot's number is the fastest of its "
+                    "runs, which falls with more runs, and the boots have "
+                    "different numbers of runs (" + "; ".join(
+                        f"{label}: {', '.join(map(str, c))}"
+                        for label, c in counts.items()) + ")")
+    return ""
+
+
+def of_runs(docs: list[dict[str, Any]]) -> dict[metrics.Metric, list[float]]:
+    """metrics.of_runs, taking a run's metrics from its "_metrics" when
+    the caller made them already (storm simulate resamples the same real
+    runs thousands of times)."""
+    per_run = [d["_metrics"] if "_metrics" in d else metrics.of_run(d)
+               for d in docs]
+    common = [m for m in per_run[0] if all(m in p for p in per_run[1:])] \
+        if per_run else []
+    return {m: [p[m] for p in per_run] for m in common}
+
+
 def build(sets: list[runs.Series], *, confidence: float = 0.95,
           floor: float = FLOOR, min_effect: float = MIN_EFFECT,
-          force: bool = False) -> Comparison:
-    check_same(sets)
+          force: bool = False, vary: tuple[str, ...] = ()) -> Comparison:
+    """Compare sets[1:] with sets[0] (the module docstring). vary: module
+    parameters the sets differ in by design (storm matrix --vary)."""
+    check_same(sets, vary)
     mismatch = env_mismatches(sets)
     if mismatch and not force:
         raise CompareError(
@@ -269,37 +361,59 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
             "numbers (--force compares them anyway):\n  "
             + "\n  ".join(mismatch))
     alpha = 1 - confidence
-    per_set = [metrics.of_runs(s.runs) for s in sets]
-    per_boot = [[metrics.of_runs(b) for b in s.boots] for s in sets]
-    names = [m for m in per_set[0] if all(m in p for p in per_set[1:])]
+    per_boot = [[of_runs(b) for b in s.boots] for s in sets]
+    # a metric every run of every set has
+    names = [m for m in per_boot[0][0]
+             if all(m in b for p in per_boot for b in p)]
+    # each primary time again as a secondary row, a boot's number the
+    # median of its runs: the estimate that does not assume noise only
+    # slows runs down
+    twins = {metrics.Metric(f"{m.name}{MEDIAN_TWIN}", m.kind, m.unit,
+                            metrics.SECONDARY): m
+             for m in names if summary_of(m) == "min"}
     rows = []
-    for m in names:
+    for m in names + list(twins):
         if m.kind == "insn":
             rows.append(_insn_row(m, names, per_boot, floor))
             continue
-        values, boots, noise = [], [], []
+        how = summary_of(m)
+        values, boots, noise, groups = [], [], [], []
         for boot_metrics in per_boot:
-            g = [b[m] for b in boot_metrics if b.get(m)]
-            v = [x for b in g for x in b]
-            values.append(v)
-            boots.append([stats.boot_summary(x, robust=m.kind == "time")
-                          for x in g])
-            noise.append(stats.noise(g if m.kind == "time" else []))
+            g = [b[twins.get(m, m)] for b in boot_metrics]
+            groups.append(g)
+            values.append([x for b in g for x in b])
+            boots.append([stats.boot_summary(x, how) for x in g])
+            # the noise line is the times per operation's
+            noise.append(stats.noise(
+                g if how == "min" else [], how))
         harmonic = m.kind == "rate"
         sums = [stats.summarize(v, harmonic=harmonic) for v in values]
         bsums = [stats.summarize(b) for b in boots]
         shown = m.kind != "count" or m.primary or \
             any(abs(s.amean) >= floor for s in sums)
         rows.append(Row(m, values, boots, sums, bsums, noise,
-                        [None] * len(sets), shown, derived=m.derived))
+                        [None] * len(sets), shown, derived=m.derived,
+                        run_groups=groups))
+    uneven = check_run_counts(sets, rows)
+    testable = all(len(s.boots) > 1 for s in sets)
+    if uneven and testable and not force:
+        raise CompareError(
+            f"refusing to compare: {uneven}; take as many runs in every "
+            "boot (--force compares them anyway)")
     _mark_duplicate_cpu_rows(rows)
-    for i in range(1, len(sets)):
-        _decide(rows, i, alpha, confidence, floor, min_effect)
+    decide(rows, len(sets), alpha, confidence, floor, min_effect)
     rows.sort(key=lambda r: _order(r.metric))
-    warnings = env_warnings(sets)
+    warnings = env_warnings(sets, vary)
+    if vary:
+        warnings.insert(0, "the sets differ in " + ", ".join(
+            f"{k} ({', '.join(str(s.params.get(k, '-')) for s in sets)})"
+            for k in vary) + " by design (--vary)")
     if mismatch:
         warnings = [f"compared although {x} (--force)" for x in mismatch] \
             + warnings
+    if uneven:
+        warnings.insert(0, f"compared although {uneven}"
+                        + (" (--force)" if testable else ""))
     return Comparison(sets, rows, confidence, floor, min_effect, warnings)
 
 
@@ -366,61 +480,89 @@ def _mark_duplicate_cpu_rows(rows: list[Row]) -> None:
             r.derived = True
 
 
-def _decide(rows: list[Row], i: int, alpha: float, confidence: float,
-            floor: float, min_effect: float) -> None:
-    """Candidate i against the baseline, on every row: the estimate, then
-    the two families (module docstring)."""
-    pending: dict[int, tuple[stats.Estimate, str]] = {}
-    for k, r in enumerate(rows):
-        if r.ticks is not None:
-            est = stats.covariate_change(r.values[0], r.ticks[0],
-                                         r.values[i], r.ticks[i],
-                                         confidence=confidence,
-                                         boot_cv=INSN_BOOT_CV)
+def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
+           floor: float, min_effect: float) -> None:
+    """Every candidate against the baseline on every row: the estimates,
+    then one graphical multiple test over every tested row of every
+    candidate (module docstring), then the rules."""
+    nodes: list[tuple[int, int]] = []          # (row, candidate) tested
+    pending: dict[tuple[int, int], tuple[stats.Estimate, str]] = {}
+    for i in range(1, nsets):
+        ests = stats.boot_changes([(r.boots[0], r.boots[i]) for r in rows],
+                                  [r.metric.kind in ("time", "insn")
+                                   for r in rows], confidence)
+        for k, (r, est) in enumerate(zip(rows, ests)):
+            if r.ticks is not None:
+                # one boot a side of an insn row: its runs, against the
+                # ticks (verdict._insn_row)
+                est = stats.covariate_change(r.values[0], r.ticks[0],
+                                             r.values[i], r.ticks[i],
+                                             confidence=confidence,
+                                             boot_cv=INSN_BOOT_CV)
+            means = (r.boot_summaries[0].amean, r.boot_summaries[i].amean)
+            rule = _not_a_change(r.metric, est, means,
+                                 (r.values[0], r.values[i]), floor,
+                                 min_effect)
+            pending[(k, i)] = (est, rule)
+            if est.testable and not r.derived:
+                nodes.append((k, i))
+    weights, transitions = family_graph(
+        [(rows[k].metric.primary, i, rows[k].metric.kind == "time")
+         for k, i in nodes])
+    adjusted = dict(zip(nodes, stats.graph_test(
+        [pending[n][0].p for n in nodes], weights, transitions)))
+    primary_change = {i: any(adjusted[n] < alpha for n in nodes
+                             if n[1] == i and rows[n[0]].metric.primary)
+                      for i in range(1, nsets)}
+    for (k, i), (est, rule) in pending.items():
+        r = rows[k]
+        p_adj = adjusted.get((k, i), math.nan)
+        if r.derived:
+            why = "derived"
+        elif not est.testable:
+            why = rule or "fewer than 2 boots a side"
+        elif not p_adj < alpha:
+            why = rule or (f"p={p_adj:.2g} corrected"
+                           if r.metric.primary or primary_change[i]
+                           else "no primary change")
         else:
-            est = stats.boot_change(r.boots[0], r.boots[i],
-                                    log=r.metric.kind in ("time", "insn"),
-                                    confidence=confidence)
-        means = (r.boot_summaries[0].amean, r.boot_summaries[i].amean)
-        pending[k] = (est, _not_a_change(r.metric, est, means, floor,
-                                         min_effect))
-
-    def family(ks: list[int], level: float) -> int:
-        """Holm over rows ks at level; marks them; how many changed."""
-        # the family is fixed before the data speak: a row that is not a
-        # change by rule (below the floor, within +-1, below the minimum
-        # effect) still counts in the correction, and the rule applies
-        # after it
-        tested = [k for k in ks if pending[k][0].testable
-                  and not rows[k].derived]
-        adj = stats.holm([pending[k][0].p for k in tested])
-        adjusted = dict(zip(tested, adj))
-        changed = 0
-        for k in ks:
-            est, rule = pending[k]
-            p_adj = adjusted.get(k, math.nan)
             why = rule
-            if rows[k].derived:
-                why = "derived"
-            elif not est.testable:
-                why = why or "fewer than 2 boots a side"
-            elif level <= 0:
-                why = why or "no primary change"
-            elif not p_adj < level:
-                why = why or f"p={p_adj:.2g} after Holm"
-            elif rows[k].metric.primary and not est.excludes_zero:
-                why = why or "interval holds 0"
-            significant = not why
-            changed += significant
-            rows[k].changes[i] = Change(est, p_adj, significant,
-                                        reported=not rule, why_not=why)
-        return changed
+        r.changes[i] = Change(est, p_adj, not why, reported=not rule,
+                              why_not=why)
 
-    primary = [k for k, r in enumerate(rows) if r.metric.primary]
-    secondary = [k for k, r in enumerate(rows) if not r.metric.primary]
-    changed = family(primary, alpha)
-    level = alpha * changed / len(primary) if primary else alpha
-    family(secondary, level)
+
+def family_graph(nodes: list[tuple[bool, int, bool]]
+                 ) -> tuple[list[float], list[list[float]]]:
+    """The graph of the family (module docstring) over nodes given as
+    (primary, candidate, a time): its initial weights and transitions."""
+    n = len(nodes)
+    prim = [j for j, (p, _, _) in enumerate(nodes) if p]
+    times = [j for j in prim if nodes[j][2]]
+    rest = [j for j in prim if not nodes[j][2]]
+    share = TIME_SHARE if times and rest else (1.0 if times else 0.0)
+    w = [0.0] * n
+    for j in times:
+        w[j] = share / len(times)
+    for j in rest:
+        w[j] = (1.0 - share) / len(rest)
+    g = [[0.0] * n for _ in range(n)]
+    for j, (p, cand, _) in enumerate(nodes):
+        others = [k for k in prim if k != j]
+        sec = [k for k, (q, c, _) in enumerate(nodes)
+               if not q and c == cand and k != j]
+        if p:
+            share = PASS_ON if others and sec else (1.0 if sec else 0.0)
+            for k in sec:
+                g[j][k] = share / len(sec)
+            for k in others:
+                g[j][k] = (1.0 - share) / len(others)
+        else:
+            for k in (sec or others):
+                g[j][k] = 1.0 / len(sec or others)
+    if not prim and n:
+        # no primary row: the secondary rows are one Holm family
+        w = [1.0 / n] * n
+    return w, g
 
 
 def _order(m: metrics.Metric) -> tuple[int, str]:
