@@ -47,8 +47,9 @@ def test_auto_is_time_without_counts():
     del docs[0]["insn"]
     st = state()
     bisect.samples_of(docs, st)
-    assert st["metric_name"] == "ipistorm.time_per_call_ns"
-    assert not bisect.by_run(st)
+    # the run timed no call: its time is the runtime per call
+    assert st["metric_name"] == "ipistorm.runtime_per_call_ns"
+    assert st["metric_kind"] == "time" and not bisect.by_run(st)
 
 
 def test_ticks_are_taken_out_with_the_endpoints_slope(tmp_path):
