@@ -30,6 +30,7 @@
 #include <linux/mm.h>
 #include <linux/percpu.h>
 #include <linux/printk.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -99,9 +100,16 @@ static inline void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
 }
 
 /*
- * Worker side of the start barrier. cond_resched() lets the controller in
- * when it shares this CPU; cpu_relax() (PAUSE) also hands the host thread
- * to the next vCPU under TCG.
+ * Every loop of a storm thread yields with cond_resched_tasks_rcu_qs(),
+ * never cond_resched() alone: on PREEMPT_RCU kernels (Debian's) a
+ * preemption at cond_resched() is no RCU-Tasks quiescent state, so a
+ * storm thread that never sleeps would hold off every RCU-Tasks grace
+ * period for the whole storm (BPF trampoline and ftrace detach, bpftrace
+ * exiting; stall warnings after 10 minutes). The helper reports one.
+ *
+ * Worker side of the start barrier. Yielding lets the controller in when
+ * it shares this CPU; cpu_relax() (PAUSE) also hands the host thread to
+ * the next vCPU under TCG.
  */
 static inline void storm_worker_ready(struct storm_ctl *ctl)
 {
@@ -109,7 +117,7 @@ static inline void storm_worker_ready(struct storm_ctl *ctl)
 		complete(&ctl->all_ready);
 	/* pairs with the release in storm_ctl_go() and storm_ctl_stop() */
 	while (!smp_load_acquire(&ctl->released)) {
-		cond_resched();
+		cond_resched_tasks_rcu_qs();
 		cpu_relax();
 	}
 }
@@ -810,6 +818,26 @@ static inline int storm_check_range(const char *param,
 	if (val <= max)
 		return 0;
 	pr_err("%s=%llu: out of range (at most %llu)\n", param, val, max);
+	return -EINVAL;
+}
+
+/*
+ * Every storm has a time bound: timeout= seconds ends a timed run (count
+ * 0) and caps a counted one, which then says "timeout". timeout=0 is
+ * refused either way: a counted storm could otherwise run for days, or
+ * end at once.
+ */
+static inline int storm_check_bound(const char *count_name,
+				    unsigned long count, unsigned long timeout)
+{
+	if (timeout)
+		return 0;
+	if (!count)
+		pr_err("%s=0 and timeout=0: nothing bounds the storm\n",
+		       count_name);
+	else
+		pr_err("timeout=0: %s=%lu needs a time bound too (timeout=1..%lu seconds caps every storm)\n",
+		       count_name, count, STORM_MAX_TIMEOUT_S);
 	return -EINVAL;
 }
 

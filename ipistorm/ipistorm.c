@@ -36,7 +36,7 @@ MODULE_PARM_DESC(numipi, "Calls per sending CPU, within timeout; 0 = timed run (
 
 static unsigned long timeout = 30;
 module_param(timeout, ulong, 0444);
-MODULE_PARM_DESC(timeout, "Seconds to run; with numipi, the most it may take (default 30)");
+MODULE_PARM_DESC(timeout, "Seconds to run with numipi=0; with numipi, the most the storm may take; 1..604800 (default 30)");
 
 static bool wait = true;
 module_param(wait, bool, 0444);
@@ -72,7 +72,7 @@ MODULE_PARM_DESC(async, "single target via smp_call_function_single_async (defau
 
 static unsigned long handler_ns;
 module_param(handler_ns, ulong, 0444);
-MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns (default 0)");
+MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns, at most 1000000; a target CPU busy-waits at most 1 ms in every 2 ms, calls past that return at once and count as trimmed (default 0)");
 
 static unsigned int latency = 64;
 module_param(latency, uint, 0444);
@@ -83,6 +83,9 @@ module_param(background, bool, 0444);
 MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
 
 #define IPISTORM_MAX_HANDLER_NS	(1000UL * NSEC_PER_USEC)
+/* handler_ns: each target's busy-wait budget, see ipistorm_handler() */
+#define IPISTORM_BUSY_WINDOW_NS	(2UL * NSEC_PER_MSEC)
+#define IPISTORM_BUSY_BUDGET_NS	(1UL * NSEC_PER_MSEC)
 #define IPISTORM_MAX_LATENCY	(1U << 20)
 
 enum ipistorm_kind {
@@ -120,31 +123,77 @@ struct ipistorm_sender {
 	struct storm_hist hist ____cacheline_aligned_in_smp;
 };
 
+/* One per CPU, written by the handler on that CPU only (hardirq). */
+struct ipistorm_target {
+	u64 handled;
+	/* handler_ns: the current window of the busy-wait budget */
+	u64 window_end;			/* ktime_get_mono_fast_ns() */
+	u64 budget_left;
+	u64 busy_ns;			/* busy-waited, all windows */
+	u64 trimmed;			/* calls cut short by the budget */
+};
+
 static enum ipistorm_kind kind;
 static struct ipistorm_sender __percpu *senders;
-static DEFINE_PER_CPU(u64, ipistorm_handled);
+static DEFINE_PER_CPU(struct ipistorm_target, ipistorm_targets);
 static cpumask_var_t sender_mask, target_mask;
 static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after;
 static struct storm_hist *hist_total;
 static bool failed;
 
+/*
+ * handler_ns: busy-wait in the handler, within a budget per target CPU.
+ *
+ * A target must always get out of hardirq. For async call data (wait=0,
+ * async=1) the kernel unlocks the csd before the handler runs and x86
+ * acknowledges the call-function vector first, so a sender queues its
+ * next call while a long handler runs, and a new call-function IPI is
+ * pending when it returns; with wait=1, two senders on one target do the
+ * same. Call-function vectors outrank the local timer: back-to-back 1 ms
+ * handlers would starve the target's timer, devices and tasks for the
+ * whole storm (hard lockup, RCU stall, I/O timeouts). So each target
+ * busy-waits at most IPISTORM_BUSY_BUDGET_NS in a window of
+ * IPISTORM_BUSY_WINDOW_NS that its first busy handler opens: once the
+ * budget is spent its handlers return at once until the window ends. At
+ * most 2 ms of busy-waiting in a row (a budget spent at the end of one
+ * window, the next one's at its start), at most half of the target's
+ * time; handler.<cpu>.trimmed counts the calls cut short.
+ *
+ * Not local_clock(): with interrupts off and an unstable sched_clock (any
+ * TCG guest) it stops one tick past the last tick this CPU took, and the
+ * loop would spin for ever. Not ndelay() either: its loop calibration is
+ * far off under TCG. The fast monotonic clock reads the clocksource
+ * itself.
+ */
+static void ipistorm_busy(struct ipistorm_target *t)
+{
+	u64 now = ktime_get_mono_fast_ns();
+	u64 spin, end;
+
+	if (now >= t->window_end) {
+		t->window_end = now + IPISTORM_BUSY_WINDOW_NS;
+		t->budget_left = IPISTORM_BUSY_BUDGET_NS;
+	}
+	spin = min_t(u64, handler_ns, t->budget_left);
+	if (spin < handler_ns)
+		t->trimmed++;
+	if (!spin)
+		return;
+	t->budget_left -= spin;
+	t->busy_ns += spin;
+	end = now + spin;
+	while (ktime_get_mono_fast_ns() < end)
+		cpu_relax();
+}
+
 static void ipistorm_handler(void *info)
 {
-	__this_cpu_inc(ipistorm_handled);
-	/*
-	 * Not local_clock(): with interrupts off and an unstable sched_clock
-	 * (any TCG guest) it stops one tick past the last tick this CPU took,
-	 * and the loop would spin for ever. Not ndelay() either: its loop
-	 * calibration is far off under TCG. The fast monotonic clock reads
-	 * the clocksource itself.
-	 */
-	if (handler_ns) {
-		u64 end = ktime_get_mono_fast_ns() + handler_ns;
+	struct ipistorm_target *t = this_cpu_ptr(&ipistorm_targets);
 
-		while (ktime_get_mono_fast_ns() < end)
-			cpu_relax();
-	}
+	t->handled++;
+	if (handler_ns)
+		ipistorm_busy(t);
 	if (info) {
 		struct ipistorm_sender *s = info;
 
@@ -299,7 +348,7 @@ static int ipistorm_sender_fn(void *arg)
 		if (delay)
 			usleep_range(delay, delay + 1);
 		else
-			cond_resched();
+			cond_resched_tasks_rcu_qs();
 	}
 	s->end_ns = ktime_get_ns();
 	storm_worker_done(&ctl);
@@ -336,11 +385,8 @@ static int ipistorm_check_params(void)
 				  cpu_online_mask);
 	if (ret)
 		return ret;
-	if (!numipi && !timeout) {
-		pr_err("numipi=0 and timeout=0: nothing bounds the storm\n");
-		return -EINVAL;
-	}
-	ret = storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
+	ret = storm_check_bound("numipi", numipi, timeout) ?:
+	      storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
 	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
 	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
 	      storm_check_range("handler_ns", handler_ns,
@@ -490,10 +536,21 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 		seq_printf(m, "latency.sampled_every: %u\n", latency);
 		storm_hist_show(m, "latency", hist_total);
 	}
-	for_each_possible_cpu(cpu)
-		if (storm_cpu_seen(irqs_before, irqs_after, cpu))
-			seq_printf(m, "handled.%d: %llu\n", cpu,
-				   per_cpu(ipistorm_handled, cpu));
+	for_each_possible_cpu(cpu) {
+		const struct ipistorm_target *t;
+
+		if (!storm_cpu_seen(irqs_before, irqs_after, cpu))
+			continue;
+		t = per_cpu_ptr(&ipistorm_targets, cpu);
+		seq_printf(m, "handled.%d: %llu\n", cpu, t->handled);
+		if (handler_ns)
+			seq_printf(m, "handler.%d.busy_ns: %llu\n"
+				   "handler.%d.trimmed: %llu\n",
+				   cpu, t->busy_ns, cpu, t->trimmed);
+	}
+	if (handler_ns)
+		seq_printf(m, "handler.budget_ns: %lu\nhandler.window_ns: %lu\n",
+			   IPISTORM_BUSY_BUDGET_NS, IPISTORM_BUSY_WINDOW_NS);
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
 	storm_hotplug_show(m);
@@ -541,7 +598,8 @@ static void ipistorm_run(void)
 
 	storm_ctl_wait_ready(&ctl);
 	for_each_possible_cpu(cpu)
-		per_cpu(ipistorm_handled, cpu) = 0;
+		memset(per_cpu_ptr(&ipistorm_targets, cpu), 0,
+		       sizeof(struct ipistorm_target));
 	storm_sent_begin();
 	storm_irqs_snapshot(irqs_before);
 	storm_ctl_go(&ctl, !numipi, timeout);

@@ -50,7 +50,7 @@ MODULE_PARM_DESC(numobj, "remote: objects each CPU of cpulist allocates; 0 = tim
 
 static unsigned long timeout = 30;
 module_param(timeout, ulong, 0444);
-MODULE_PARM_DESC(timeout, "Seconds to run when the count is 0 (default 30)");
+MODULE_PARM_DESC(timeout, "Seconds to run when the count (numcache, numobj) is 0; with a count, the most the storm may take; 1..604800 (default 30)");
 
 static unsigned long objsize = 64;
 module_param(objsize, ulong, 0444);
@@ -282,12 +282,13 @@ static int slabstorm_touch_here(struct slabstorm_cpu *c, struct kmem_cache *s)
 }
 
 /*
- * cond_resched() lets in a task that shares the CPU; cpu_relax() (PAUSE)
- * also hands the host thread to the next vCPU under TCG.
+ * Yielding lets in a task that shares the CPU (with an RCU-Tasks
+ * quiescent state, see storm.h); cpu_relax() (PAUSE) also hands the host
+ * thread to the next vCPU under TCG.
  */
 static void slabstorm_touch_spin(void)
 {
-	cond_resched();
+	cond_resched_tasks_rcu_qs();
 	cpu_relax();
 }
 
@@ -444,7 +445,7 @@ static int slabstorm_main_fn(void *unused)
 			ret = slabstorm_one_cache();
 		if (ret)
 			break;
-		cond_resched();
+		cond_resched_tasks_rcu_qs();
 	}
 	main_error = ret;
 	slabstorm_rcu_release();
@@ -562,7 +563,7 @@ static int slabstorm_remote_fn(void *arg)
 			cpu_relax();
 		}
 		if (!(++loops % 64))
-			cond_resched();
+			cond_resched_tasks_rcu_qs();
 	}
 	c->end_ns = ktime_get_ns();
 	storm_worker_done(&ctl);
@@ -713,11 +714,9 @@ static int slabstorm_check_params(void)
 			return -EINVAL;
 		}
 	}
-	if (!count && !timeout) {
-		pr_err("%s=0 and timeout=0: nothing bounds the storm\n",
-		       count_name);
-		return -EINVAL;
-	}
+	ret = storm_check_bound(count_name, count, timeout);
+	if (ret)
+		return ret;
 	if (!objsize) {
 		pr_err("objsize=0: objects need at least one byte\n");
 		return -EINVAL;

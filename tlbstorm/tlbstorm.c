@@ -44,7 +44,7 @@ MODULE_PARM_DESC(numflush, "Flushes per flusher CPU; 0 = timed run (default 0)")
 
 static unsigned long timeout = 30;
 module_param(timeout, ulong, 0444);
-MODULE_PARM_DESC(timeout, "Seconds to run when numflush=0 (default 30)");
+MODULE_PARM_DESC(timeout, "Seconds to run with numflush=0; with numflush, the most the storm may take; 1..604800 (default 30)");
 
 static char *cpulist;
 module_param(cpulist, charp, 0444);
@@ -163,11 +163,22 @@ static void tlbstorm_worker_ready(void)
 		complete(&workers_all_ready);
 }
 
+static void tlbstorm_worker_error(struct tlbstorm_worker *w, int err)
+{
+	w->errors++;
+	w->last_error = err;
+}
+
 /*
  * A worker maps a page of its own in the mm, then reads and writes it
  * until kthread_stop(): while it runs, its CPU runs the mm (not lazily),
  * so every unmap in the mm has to shoot down its TLB. Its page goes
  * before it leaves.
+ *
+ * An error before the first touch is recorded before the worker says it
+ * is ready, so that the check before the release sees it: the storm then
+ * does not run with a CPU out of the mm. An error during the storm stops
+ * it (status failed).
  */
 static int tlbstorm_worker_fn(void *arg)
 {
@@ -180,30 +191,31 @@ static int tlbstorm_worker_fn(void *arg)
 	w->addr = vm_mmap(NULL, 0, PAGE_SIZE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, 0);
 	if (IS_ERR_VALUE(w->addr)) {
-		w->errors++;
-		w->last_error = (int)w->addr;
+		tlbstorm_worker_error(w, (int)w->addr);
 		w->addr = 0;
 		tlbstorm_worker_ready();
 		goto out;
 	}
 	p = (u32 __user *)w->addr;
 	ret = put_user(v, p);
+	if (ret)
+		tlbstorm_worker_error(w, ret);
+	/* orders the error before the count: see tlbstorm_run() */
 	tlbstorm_worker_ready();
 
 	while (!ret && !kthread_should_stop()) {
 		ret = get_user(v, p) ?: put_user(v + 1, p);
 		w->touches++;
-		cond_resched();
-	}
-	if (ret) {
-		w->errors++;
-		w->last_error = ret;
+		if (unlikely(ret)) {
+			tlbstorm_worker_error(w, ret);
+			storm_ctl_stop(&ctl, false);
+			break;
+		}
+		cond_resched_tasks_rcu_qs();
 	}
 	ret = vm_munmap(w->addr, PAGE_SIZE);
-	if (ret) {
-		w->errors++;
-		w->last_error = ret;
-	}
+	if (ret)
+		tlbstorm_worker_error(w, ret);
 out:
 	kthread_unuse_mm(storm_mm);
 	storm_thread_park();
@@ -296,7 +308,7 @@ static int tlbstorm_flusher_fn(void *arg)
 		if (delay)
 			usleep_range(delay, delay + 1);
 		else
-			cond_resched();
+			cond_resched_tasks_rcu_qs();
 	}
 	f->end_ns = ktime_get_ns();
 	if (storm_mode == TLBSTORM_USER)
@@ -350,10 +362,9 @@ static int tlbstorm_check_params(void)
 				  cpumask_of(cpumask_first(cpu_online_mask)));
 	if (ret)
 		return ret;
-	if (!numflush && !timeout) {
-		pr_err("numflush=0 and timeout=0: nothing bounds the storm\n");
-		return -EINVAL;
-	}
+	ret = storm_check_bound("numflush", numflush, timeout);
+	if (ret)
+		return ret;
 	if (!pages) {
 		pr_err("pages=0: a flush needs at least one page\n");
 		return -EINVAL;
