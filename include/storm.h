@@ -58,6 +58,11 @@
 #define STORM_MAX_COUNT		1000000000000ULL	/* 1e12 */
 #define STORM_MAX_DELAY_US	1000000UL
 
+struct storm_irqs;
+static inline void storm_irqs_snapshot(struct storm_irqs *snap);
+static inline void storm_irqs_advance(const struct storm_irqs *prev,
+				      struct storm_irqs *snap);
+
 /* ---------------------------------------------------------------------
  * Run control: start barrier, stop request, end of run.
  *
@@ -87,6 +92,11 @@ struct storm_ctl {
 	bool hotplug;			/* a CPU went off- or online meanwhile */
 	atomic64_t last_end_ns;		/* the latest worker end so far */
 	u64 start_ns, end_ns;		/* ktime_get_ns() */
+	/* the window's interrupt counts, see storm_irqs_begin() */
+	bool started;			/* released by storm_ctl_go() */
+	atomic_t ending;		/* workers not yet at their end */
+	bool irqs_taken;		/* the last worker took irqs_after */
+	struct storm_irqs *irqs_after, *irqs_acc;
 };
 
 static inline void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
@@ -94,6 +104,7 @@ static inline void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
 	memset(ctl, 0, sizeof(*ctl));
 	atomic_set(&ctl->ready, 0);
 	atomic_set(&ctl->running, nr_workers);
+	atomic_set(&ctl->ending, nr_workers);
 	atomic64_set(&ctl->last_end_ns, 0);
 	init_completion(&ctl->all_ready);
 	ctl->nr_workers = nr_workers;
@@ -125,7 +136,12 @@ static inline void storm_worker_ready(struct storm_ctl *ctl)
 /*
  * The run ends when its last worker does. Each worker raises the end time
  * to its own before it counts itself out, so the controller, which reads
- * the time after it sees no worker running, reads the latest.
+ * the time after it sees no worker running, reads the latest. The last
+ * worker also takes the interrupt counters' end snapshot, right after its
+ * end time: the window of the counts is the storm's, not the storm plus
+ * the controller's wakeup (up to a tick, and the hotplug lock). It does
+ * so only in a storm that storm_ctl_go() released, whose start snapshot
+ * is taken; otherwise the controller takes it (storm_irqs_end()).
  */
 static inline void storm_worker_done(struct storm_ctl *ctl)
 {
@@ -134,6 +150,12 @@ static inline void storm_worker_done(struct storm_ctl *ctl)
 
 	while (end < now && !atomic64_try_cmpxchg(&ctl->last_end_ns, &end, now))
 		;
+	/* pairs with the release in storm_ctl_go(): after the start snapshot */
+	if (atomic_dec_and_test(&ctl->ending) &&
+	    smp_load_acquire(&ctl->started) && ctl->irqs_after) {
+		storm_irqs_snapshot(ctl->irqs_after);
+		ctl->irqs_taken = true;
+	}
 	/* orders the end time before the count, see storm_ctl_wait_done() */
 	smp_mb__before_atomic();
 	atomic_dec(&ctl->running);
@@ -169,6 +191,8 @@ static inline void storm_ctl_go(struct storm_ctl *ctl, bool timed,
 	ctl->timed = timed;
 	ctl->deadline = jiffies + timeout_s * HZ;
 	ctl->start_ns = ktime_get_ns();
+	/* the start snapshot (storm_irqs_begin()) before started */
+	smp_store_release(&ctl->started, true);
 	/* the workers see timed and deadline once they see released */
 	smp_store_release(&ctl->released, true);
 }
@@ -201,10 +225,17 @@ static inline void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
  */
 static inline void storm_ctl_wait_done(struct storm_ctl *ctl)
 {
+	unsigned long advance = jiffies + HZ;
+
 	while (atomic_read_acquire(&ctl->running)) {
 		if (fatal_signal_pending(current) && !READ_ONCE(ctl->stop)) {
 			pr_info("fatal signal: stopping the storm early\n");
 			storm_ctl_stop(ctl, true);
+		}
+		/* 32-bit counters: take in each CPU's counts every second */
+		if (ctl->irqs_acc && time_after_eq(jiffies, advance)) {
+			storm_irqs_advance(ctl->irqs_acc, ctl->irqs_acc);
+			advance = jiffies + HZ;
 		}
 		schedule_timeout_idle(1);
 	}
@@ -621,10 +652,67 @@ static inline void storm_irqs_snapshot(struct storm_irqs *snap)
 		storm_irqs_read(cpu, &snap[cpu]);
 }
 
-/* The counters are 32 bit in the kernel: subtract modulo 2^32. */
+/*
+ * The kernel's counters are 32 bit: at a million IPIs a second a CPU's
+ * wraps in 72 minutes. A snapshot holds them as 64-bit counts whose low
+ * 32 bits are the kernel's: storm_irqs_advance() takes a fresh reading
+ * into @snap and adds to @prev (which may be @snap) the 32-bit change
+ * since it, read as signed, so a reading a little older than @prev moves
+ * it back. Right while fewer than 2^31 interrupts come between the two:
+ * the controller advances the storm's running counts every second
+ * (storm_ctl_wait_done()), and slabstorm's phases each last one call.
+ */
+static inline s64 storm_irq_step(u64 now, u64 prev)
+{
+	return (s32)((u32)now - (u32)prev);
+}
+
+static inline void storm_irqs_advance(const struct storm_irqs *prev,
+				      struct storm_irqs *snap)
+{
+	struct storm_irqs now;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		if (snap == prev)
+			storm_irqs_read(cpu, &now);
+		else
+			now = snap[cpu];
+		snap[cpu].cal = prev[cpu].cal + storm_irq_step(now.cal, prev[cpu].cal);
+		snap[cpu].res = prev[cpu].res + storm_irq_step(now.res, prev[cpu].res);
+		snap[cpu].tlb = prev[cpu].tlb + storm_irq_step(now.tlb, prev[cpu].tlb);
+		snap[cpu].online = now.online;
+	}
+}
+
+/*
+ * A storm's window: the start snapshot in @before (also the running
+ * counts' start, in @acc), the end one in @after, taken by the last
+ * worker or here, then advanced from the running counts to 64 bits.
+ */
+static inline void storm_irqs_begin(struct storm_ctl *ctl,
+				    struct storm_irqs *before,
+				    struct storm_irqs *after,
+				    struct storm_irqs *acc)
+{
+	storm_irqs_snapshot(before);
+	memcpy(acc, before, nr_cpu_ids * sizeof(*acc));
+	ctl->irqs_after = after;
+	ctl->irqs_acc = acc;
+}
+
+/* After storm_ctl_wait_done(), which saw every worker's end. */
+static inline void storm_irqs_end(struct storm_ctl *ctl)
+{
+	if (!ctl->irqs_taken)
+		storm_irqs_snapshot(ctl->irqs_after);
+	storm_irqs_advance(ctl->irqs_acc, ctl->irqs_after);
+}
+
+/* Both snapshots advanced as above: 64-bit counts. */
 static inline u64 storm_irq_delta(u64 after, u64 before)
 {
-	return (u32)((u32)after - (u32)before);
+	return after - before;
 }
 
 static inline void storm_irqs_delta(const struct storm_irqs *before,

@@ -72,7 +72,7 @@ MODULE_PARM_DESC(async, "single target via smp_call_function_single_async (defau
 
 static unsigned long handler_ns;
 module_param(handler_ns, ulong, 0444);
-MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns, at most 1000000; a target CPU busy-waits at most 1 ms in every 2 ms, calls past that return at once and count as trimmed (default 0)");
+MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns, at most 1000000; where calls can reach a target back to back (wait=0, or two senders on one target) it busy-waits at most 1 ms in every 2 ms, and calls past that return at once and count as trimmed (default 0)");
 
 static unsigned int latency = 64;
 module_param(latency, uint, 0444);
@@ -138,8 +138,9 @@ static struct ipistorm_sender __percpu *senders;
 static DEFINE_PER_CPU(struct ipistorm_target, ipistorm_targets);
 static cpumask_var_t sender_mask, target_mask;
 static struct storm_ctl ctl;
-static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_hist *hist_total;
+static bool busy_budget;		/* handler_ns: see ipistorm_busy() */
 static bool failed;
 
 /*
@@ -152,13 +153,15 @@ static bool failed;
  * pending when it returns; with wait=1, two senders on one target do the
  * same. Call-function vectors outrank the local timer: back-to-back 1 ms
  * handlers would starve the target's timer, devices and tasks for the
- * whole storm (hard lockup, RCU stall, I/O timeouts). So each target
- * busy-waits at most IPISTORM_BUSY_BUDGET_NS in a window of
- * IPISTORM_BUSY_WINDOW_NS that its first busy handler opens: once the
- * budget is spent its handlers return at once until the window ends. At
- * most 2 ms of busy-waiting in a row (a budget spent at the end of one
- * window, the next one's at its start), at most half of the target's
- * time; handler.<cpu>.trimmed counts the calls cut short.
+ * whole storm (hard lockup, RCU stall, I/O timeouts). So in such storms
+ * (busy_budget, set at load) each target busy-waits at most
+ * IPISTORM_BUSY_BUDGET_NS in a window of IPISTORM_BUSY_WINDOW_NS that its
+ * first busy handler opens: once the budget is spent its handlers return
+ * at once until the window ends. At most 2 ms of busy-waiting in a row (a
+ * budget spent at the end of one window, the next one's at its start),
+ * at most half of the target's time; handler.<cpu>.trimmed counts the
+ * calls cut short. With wait=1 and one sender per target, the sender
+ * calls again only once the handler has returned: no budget.
  *
  * Not local_clock(): with interrupts off and an unstable sched_clock (any
  * TCG guest) it stops one tick past the last tick this CPU took, and the
@@ -175,7 +178,8 @@ static void ipistorm_busy(struct ipistorm_target *t)
 		t->window_end = now + IPISTORM_BUSY_WINDOW_NS;
 		t->budget_left = IPISTORM_BUSY_BUDGET_NS;
 	}
-	spin = min_t(u64, handler_ns, t->budget_left);
+	spin = busy_budget ? min_t(u64, handler_ns, t->budget_left) :
+			     handler_ns;
 	if (spin < handler_ns)
 		t->trimmed++;
 	if (!spin)
@@ -371,10 +375,36 @@ static int ipistorm_target_of(int cpu)
 
 static void ipistorm_print_params(void)
 {
-	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s\n",
+	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s busy_budget=%d\n",
 		numipi, timeout, wait, single, async, offset, mask, delay,
 		handler_ns, latency, background, cpumask_pr_args(sender_mask),
-		cpumask_pr_args(target_mask), ipistorm_kind_name[kind]);
+		cpumask_pr_args(target_mask), ipistorm_kind_name[kind],
+		busy_budget);
+}
+
+/*
+ * Can a target get its next call while a handler still runs? With wait=0
+ * (or async wait=0) a sender queues it then; with wait=1, when a second
+ * sender calls the same target.
+ */
+static bool ipistorm_back_to_back(void)
+{
+	int t;
+
+	if (!wait)
+		return true;
+	/* single and async: fewer targets than senders, a shared target */
+	if (kind == IPISTORM_SINGLE || kind == IPISTORM_ASYNC)
+		return cpumask_weight(target_mask) < cpumask_weight(sender_mask);
+	/* many and all: every sender calls each target but itself */
+	for_each_cpu(t, target_mask) {
+		unsigned int n = cpumask_weight(sender_mask) -
+				 cpumask_test_cpu(t, sender_mask);
+
+		if (n > 1)
+			return true;
+	}
+	return false;
 }
 
 static int ipistorm_check_params(void)
@@ -549,7 +579,8 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 				   cpu, t->busy_ns, cpu, t->trimmed);
 	}
 	if (handler_ns)
-		seq_printf(m, "handler.budget_ns: %lu\nhandler.window_ns: %lu\n",
+		seq_printf(m, "handler.busy_budget: %d\nhandler.budget_ns: %lu\n"
+			   "handler.window_ns: %lu\n", busy_budget,
 			   IPISTORM_BUSY_BUDGET_NS, IPISTORM_BUSY_WINDOW_NS);
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
@@ -601,10 +632,10 @@ static void ipistorm_run(void)
 		memset(per_cpu_ptr(&ipistorm_targets, cpu), 0,
 		       sizeof(struct ipistorm_target));
 	storm_sent_begin();
-	storm_irqs_snapshot(irqs_before);
+	storm_irqs_begin(&ctl, irqs_before, irqs_after, irqs_acc);
 	storm_ctl_go(&ctl, !numipi, timeout);
 	storm_ctl_wait_done(&ctl);
-	storm_irqs_snapshot(irqs_after);
+	storm_irqs_end(&ctl);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	ipistorm_quiesce();
@@ -624,6 +655,7 @@ static void ipistorm_run(void)
 static void ipistorm_free(void)
 {
 	kfree(hist_total);
+	kfree(irqs_acc);
 	kfree(irqs_after);
 	kfree(irqs_before);
 	free_percpu(senders);
@@ -649,8 +681,10 @@ static int __init ipistorm_init(void)
 	senders = alloc_percpu(struct ipistorm_sender);
 	irqs_before = storm_irqs_alloc();
 	irqs_after = storm_irqs_alloc();
+	irqs_acc = storm_irqs_alloc();
 	hist_total = kmalloc(sizeof(*hist_total), GFP_KERNEL);
-	if (!senders || !irqs_before || !irqs_after || !hist_total)
+	if (!senders || !irqs_before || !irqs_after || !irqs_acc ||
+	    !hist_total)
 		goto err_free;
 	storm_hist_init(hist_total);
 	ret = storm_hotplug_watch(&ctl);
@@ -664,6 +698,7 @@ static int __init ipistorm_init(void)
 		cpus_read_unlock();
 		goto err_unwatch;
 	}
+	busy_budget = handler_ns && ipistorm_back_to_back();
 	ipistorm_print_params();
 	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
 	for_each_cpu(cpu, sender_mask) {

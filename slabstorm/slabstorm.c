@@ -172,7 +172,7 @@ static struct slabstorm_cpu __percpu *pcpus;
 static cpumask_var_t touch_mask;	/* cpulist */
 static struct slabstorm_phase phases[NR_PHASES];
 static struct storm_ctl ctl;
-static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_irqs *snap_prev, *snap_cur;
 static struct task_struct *main_task;
 static struct kmem_cache *fixed_cache;	/* shrink and remote */
@@ -253,6 +253,7 @@ static void slabstorm_phase_end(enum slabstorm_phase_id p, u64 t0)
 		storm_hist_add(&ph->hist, local_clock() - t0);
 	ph->count++;
 	storm_irqs_snapshot(snap_cur);
+	storm_irqs_advance(snap_prev, snap_cur);
 	for_each_possible_cpu(c) {
 		storm_irqs_delta(snap_prev, snap_cur, c, &d);
 		ph->irqs[c].cal += d.cal;
@@ -1053,11 +1054,11 @@ static void slabstorm_run(void)
 {
 	storm_ctl_wait_ready(&ctl);
 	storm_sent_begin();
-	storm_irqs_snapshot(irqs_before);
+	storm_irqs_begin(&ctl, irqs_before, irqs_after, irqs_acc);
 	storm_ctl_go(&ctl, !(smode == SLABSTORM_REMOTE ? numobj : numcache),
 		     timeout);
 	storm_ctl_wait_done(&ctl);
-	storm_irqs_snapshot(irqs_after);
+	storm_irqs_end(&ctl);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	slabstorm_stop_threads();
@@ -1083,6 +1084,7 @@ static void slabstorm_free(void)
 		kfree(phases[p].irqs);
 	kfree(snap_cur);
 	kfree(snap_prev);
+	kfree(irqs_acc);
 	kfree(irqs_after);
 	kfree(irqs_before);
 	free_cpumask_var(touch_mask);
@@ -1105,9 +1107,11 @@ static int __init slabstorm_init(void)
 	pcpus = alloc_percpu(struct slabstorm_cpu);
 	irqs_before = storm_irqs_alloc();
 	irqs_after = storm_irqs_alloc();
+	irqs_acc = storm_irqs_alloc();
 	snap_prev = storm_irqs_alloc();
 	snap_cur = storm_irqs_alloc();
-	if (!pcpus || !irqs_before || !irqs_after || !snap_prev || !snap_cur)
+	if (!pcpus || !irqs_before || !irqs_after || !irqs_acc || !snap_prev ||
+	    !snap_cur)
 		goto err_free;
 	for (p = 0; p < NR_PHASES; p++) {
 		phases[p].irqs = storm_irqs_alloc();

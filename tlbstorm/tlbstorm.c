@@ -152,7 +152,7 @@ static struct page **kpages;		/* kernel mode: what vmap() maps */
 static atomic_t workers_ready;
 static struct completion workers_all_ready;
 static struct storm_ctl ctl;
-static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_hist *hist_total;
 static bool failed;
 
@@ -615,12 +615,12 @@ static void tlbstorm_run(void)
 		}
 	}
 	storm_sent_begin();
-	storm_irqs_snapshot(irqs_before);
+	storm_irqs_begin(&ctl, irqs_before, irqs_after, irqs_acc);
 	tlbstorm_workers_oncpu(false);
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
 	tlbstorm_workers_oncpu(true);
-	storm_irqs_snapshot(irqs_after);
+	storm_irqs_end(&ctl);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	tlbstorm_stop_threads();
@@ -671,6 +671,7 @@ static void tlbstorm_free(void)
 {
 	tlbstorm_free_kpages();
 	kfree(hist_total);
+	kfree(irqs_acc);
 	kfree(irqs_after);
 	kfree(irqs_before);
 	free_percpu(workers);
@@ -749,8 +750,9 @@ static int __init tlbstorm_init(void)
 	workers = alloc_percpu(struct tlbstorm_worker);
 	irqs_before = storm_irqs_alloc();
 	irqs_after = storm_irqs_alloc();
+	irqs_acc = storm_irqs_alloc();
 	hist_total = kmalloc(sizeof(*hist_total), GFP_KERNEL);
-	if (!flushers || !workers || !irqs_before || !irqs_after ||
+	if (!flushers || !workers || !irqs_before || !irqs_after || !irqs_acc ||
 	    !hist_total)
 		goto err_free;
 	storm_hist_init(hist_total);
