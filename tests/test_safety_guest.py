@@ -95,6 +95,23 @@ def test_timeout_bounds_a_fixed_count_storm(guest, module):
     assert_clean(case.dmesg)
 
 
+def test_bpftrace_detaches_while_long_storms_run(guest):
+    """Three background storms of 300 s (ipistorm single, tlbstorm user,
+    slabstorm remote): bpftrace attaches a kfunc probe and exits after
+    1 s, and its detach, which waits for an RCU-Tasks grace period,
+    returns while every storm still runs (no result file yet)."""
+    case = guest.case("rcu_tasks")
+    if (case.dir / "skipped").is_file():
+        pytest.skip(case.file("skipped"))
+    assert case.rc == 0, case.file("bpftrace.err")
+    assert case.file("over").strip() == "", case.file("seconds")
+    assert "rcu_tasks grace period" not in case.dmesg, case.dmesg
+    assert case.file("threads_after").strip() == ""
+    assert_clean(case.dmesg)
+    print(f"{guest.kernel}: bpftrace during three storms "
+          f"{case.file('seconds').strip()} s")
+
+
 def test_finished_background_storm_is_done(guest):
     case = guest.case("bg_finished")
     assert case.rc == 0

@@ -298,6 +298,7 @@ BAD = {
     "tlb_bad_flusher_in_targets": "targets=1-2: CPU 1 is also a flusher",
     "tlb_bad_no_worker_cpu": "mode=user: no online CPU outside cpulist=0-3",
     "tlb_bad_unbounded": "numflush=0 and timeout=0",
+    "tlb_bad_timeout_zero": "timeout=0: numflush=10 needs a time bound too",
     "tlb_bad_pages_zero": "pages=0: a flush needs at least one page",
     "tlb_bad_pages_huge": "pages=4097: out of range",
     "tlb_bad_mode": "mode=both: unknown mode",

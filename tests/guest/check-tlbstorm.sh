@@ -90,6 +90,7 @@ tlb_refused tlb_bad_cpulist_empty numflush=10 cpulist=,
 tlb_refused tlb_bad_flusher_in_targets numflush=10 cpulist=1 targets=1-2
 tlb_refused tlb_bad_no_worker_cpu numflush=10 cpulist=0-3
 tlb_refused tlb_bad_unbounded numflush=0 timeout=0
+tlb_refused tlb_bad_timeout_zero numflush=10 timeout=0
 tlb_refused tlb_bad_pages_zero numflush=10 pages=0
 tlb_refused tlb_bad_pages_huge numflush=10 pages=4097
 tlb_refused tlb_bad_mode numflush=10 mode=both
