@@ -439,7 +439,7 @@ static int storm_controller_fn(void *arg)
 
 	sm->run();
 	storm_result_create(sm);
-	storm_sent_stop();
+	storm_sent_stop(true);
 	WRITE_ONCE(sm->reported, true);
 	/* rmmod collects us */
 	storm_thread_park();
@@ -457,9 +457,10 @@ static inline int storm_module_start(struct storm_module *sm)
 		goto err;
 	if (!sm->background) {
 		sm->run();
-		storm_sent_stop();
+		storm_sent_stop(true);
 		ret = storm_result_create(sm);
-		if (ret)
+		/* pinned by a probe left behind: a failed load would free it */
+		if (ret && !storm_sent.pinned)
 			goto err;
 		return 0;
 	}

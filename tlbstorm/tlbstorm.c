@@ -31,6 +31,7 @@
 #include <linux/moduleparam.h>
 #include <linux/cpu.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/mm.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -148,6 +149,7 @@ static struct tlbstorm_flusher __percpu *flushers;
 static struct tlbstorm_worker __percpu *workers;
 static cpumask_var_t flusher_mask, target_mask;
 static struct mm_struct *storm_mm;	/* user mode: mmget() reference */
+static bool thp_was_disabled;		/* MMF_DISABLE_THP before the storm */
 static struct page **kpages;		/* kernel mode: what vmap() maps */
 static atomic_t workers_ready;
 static struct completion workers_all_ready;
@@ -498,6 +500,9 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 		   tlbstorm_mode_name[storm_mode],
 		   tlbstorm_counted_in[storm_mode],
 		   tlbstorm_flush_kind_name[flush_kind]);
+	/* user mode maps base pages only: see tlbstorm_get_mm() */
+	if (storm_mode == TLBSTORM_USER)
+		seq_puts(m, "thp: disabled\n");
 	/* tlb_single_page_flush_ceiling is not exported: its default */
 	seq_printf(m, "flush_ceiling: %lu\nflush_ceiling_source: default\n",
 		   TLBSTORM_FLUSH_CEILING);
@@ -546,6 +551,8 @@ DEFINE_SHOW_ATTRIBUTE(tlbstorm_result);
 static void tlbstorm_put_mm(void)
 {
 	if (storm_mm) {
+		if (!thp_was_disabled)
+			clear_bit(MMF_DISABLE_THP, &storm_mm->flags);
 		mmput(storm_mm);
 		storm_mm = NULL;
 	}
@@ -690,6 +697,16 @@ static int tlbstorm_get_mm(void)
 	/* mm_users, not just mm_count: the mappings must stay usable */
 	mmget(current->mm);
 	storm_mm = current->mm;
+	/*
+	 * No transparent huge pages in the storm's mappings (what
+	 * prctl(PR_SET_THP_DISABLE) sets, for the lent mm, until the storm
+	 * ends). Debian's kernels have THP "always", and 6.12 aligns an
+	 * anonymous mapping of a multiple of 2 MiB to 2 MiB: with pages a
+	 * multiple of 512, MAP_POPULATE would map huge pages and each unmap
+	 * would clear pages/512 PMD entries, not the pages the result
+	 * counts, and 6.1 and 6.12 would flush different things.
+	 */
+	thp_was_disabled = test_and_set_bit(MMF_DISABLE_THP, &storm_mm->flags);
 	return 0;
 }
 

@@ -62,6 +62,16 @@ tlb_trace_on
 storm_case tlb_pages64 tlbstorm numflush=100 pages=64 targets=1-2 timeout=300
 tlb_trace_off tlb_pages64
 
+# pages a multiple of 512 (2 MiB): 6.12 aligns such an anonymous mapping
+# to 2 MiB and Debian's THP is "always", yet the storm's mm takes no
+# transparent huge page: thp_fault_alloc in /proc/vmstat stays put.
+thp_hook() {
+	grep '^thp_fault_alloc ' /proc/vmstat >"$2/vmstat.$1"
+}
+STORM_HOOK=thp_hook
+storm_case tlb_pages512 tlbstorm numflush=50 pages=512 targets=1-2 timeout=300
+STORM_HOOK=
+
 # Kernel range: an IPI to every other online CPU, in CAL and not in TLB.
 storm_case tlb_kernel tlbstorm mode=kernel numflush=300
 storm_case tlb_kernel_pages64 tlbstorm mode=kernel numflush=200 pages=64
