@@ -96,7 +96,7 @@ struct storm_ctl {
 	bool started;			/* released by storm_ctl_go() */
 	atomic_t ending;		/* workers not yet at their end */
 	bool irqs_taken;		/* the last worker took irqs_after */
-	struct storm_irqs *irqs_after, *irqs_acc;
+	struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 };
 
 static inline void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
@@ -698,6 +698,7 @@ static inline void storm_irqs_begin(struct storm_ctl *ctl,
 {
 	storm_irqs_snapshot(before);
 	memcpy(acc, before, nr_cpu_ids * sizeof(*acc));
+	ctl->irqs_before = before;
 	ctl->irqs_after = after;
 	ctl->irqs_acc = acc;
 }
@@ -961,6 +962,44 @@ static inline const char *storm_status(const struct storm_ctl *ctl,
 	return ctl->deadline_hit ? "timeout" : "done";
 }
 
+static inline void storm_show_range(struct seq_file *m, const char *sep,
+				    int first, int last)
+{
+	if (first == last)
+		seq_printf(m, "%s%d", sep, first);
+	else
+		seq_printf(m, "%s%d-%d", sep, first, last);
+}
+
+/*
+ * The CPUs online at the start of the storm, as a CPU list (not when the
+ * file is read: hotplug may come in between).
+ */
+static inline void storm_show_cpus_online(struct seq_file *m,
+					  const struct storm_irqs *snap)
+{
+	int cpu, first = -1, last = -1;
+	const char *sep = "";
+
+	seq_puts(m, "cpus_online: ");
+	for_each_possible_cpu(cpu) {
+		if (!snap[cpu].online)
+			continue;
+		if (first >= 0 && cpu == last + 1) {
+			last = cpu;
+			continue;
+		}
+		if (first >= 0) {
+			storm_show_range(m, sep, first, last);
+			sep = ",";
+		}
+		first = last = cpu;
+	}
+	if (first >= 0)
+		storm_show_range(m, sep, first, last);
+	seq_putc(m, '\n');
+}
+
 static inline void storm_show_header(struct seq_file *m, const char *storm,
 				     const struct storm_ctl *ctl, bool failed)
 {
@@ -968,7 +1007,7 @@ static inline void storm_show_header(struct seq_file *m, const char *storm,
 	seq_printf(m, "schema: %d\n", STORM_SCHEMA);
 	seq_printf(m, "kernel: %s\n", init_utsname()->release);
 	seq_printf(m, "status: %s\n", storm_status(ctl, failed));
-	seq_printf(m, "cpus_online: %*pbl\n", cpumask_pr_args(cpu_online_mask));
+	storm_show_cpus_online(m, ctl->irqs_before);
 	seq_printf(m, "runtime_ns: %llu\n", ctl->end_ns - ctl->start_ns);
 }
 

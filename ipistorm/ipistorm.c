@@ -494,18 +494,26 @@ static void ipistorm_print_results(void)
 
 		storm_irqs_delta(irqs_before, irqs_after, cpu, &d);
 		calls += s->calls;
+		/*
+		 * per_call is the sender's time over its calls, delay sleeps
+		 * included; sampled_min/max are over the timed calls only (one
+		 * in latency=N); CAL is every call-function interrupt the
+		 * target took in the window, wakeups of its tasks included.
+		 */
 		if (kind == IPISTORM_SINGLE || kind == IPISTORM_ASYNC)
-			pr_info("cpu %d -> %d: calls=%llu errors=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns timed=%llu CAL=%llu\n",
+			pr_info("cpu %d -> %d: calls=%llu errors=%llu time=%llu ns per_call=%llu ns%s sampled_min=%llu sampled_max=%llu ns timed=%llu CAL=%llu\n",
 				cpu, s->target, s->calls, s->errors, ns,
 				s->calls ? div64_u64(ns, s->calls) : 0,
+				delay ? " (with delay)" : "",
 				storm_hist_min(&s->hist), s->hist.max_ns,
 				s->hist.count,
 				storm_irq_delta(irqs_after[s->target].cal,
 						irqs_before[s->target].cal));
 		else
-			pr_info("cpu %d -> %*pbl: calls=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns timed=%llu\n",
+			pr_info("cpu %d -> %*pbl: calls=%llu time=%llu ns per_call=%llu ns%s sampled_min=%llu sampled_max=%llu ns timed=%llu\n",
 				cpu, cpumask_pr_args(target_mask), s->calls, ns,
 				s->calls ? div64_u64(ns, s->calls) : 0,
+				delay ? " (with delay)" : "",
 				storm_hist_min(&s->hist), s->hist.max_ns,
 				s->hist.count);
 		if (s->errors)

@@ -454,9 +454,11 @@ static void tlbstorm_print_results(void)
 		struct tlbstorm_flusher *f = per_cpu_ptr(flushers, cpu);
 		u64 ns = f->end_ns - f->start_ns;
 
-		pr_info("flusher %d -> %*pbl: flushes=%llu errors=%llu time=%llu ns per_flush=%llu ns min=%llu max=%llu ns\n",
+		/* per_flush includes delay sleeps; min/max: the timed unmaps */
+		pr_info("flusher %d -> %*pbl: flushes=%llu errors=%llu time=%llu ns per_flush=%llu ns%s min=%llu max=%llu ns\n",
 			cpu, cpumask_pr_args(target_mask), f->flushes,
 			f->errors, ns, f->flushes ? div64_u64(ns, f->flushes) : 0,
+			delay ? " (with delay)" : "",
 			storm_hist_min(&f->hist), f->hist.max_ns);
 		if (f->errors)
 			pr_err("flusher %d: flush failed with %d\n", cpu,
@@ -534,6 +536,9 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 			seq_printf(m, "worker.%d.oncpu_ns: %llu\n", cpu,
 				   w->oncpu_ns);
 		}
+		/* oncpu_ns is up to date at ticks and switches only */
+		seq_printf(m, "worker.oncpu_resolution_ns: %lu\n",
+			   (unsigned long)(2 * TICK_NSEC));
 	}
 	if (latency)
 		storm_hist_show(m, "latency", hist_total);
