@@ -369,7 +369,12 @@ static int ipistorm_target_of(int cpu)
 		t = (cpu & ~mask) + ((cpu + offset) & mask);
 	else
 		t = cpu + offset;
-	/* the original ipistorm wraps at the number of online CPUs */
+	/*
+	 * Wrap at the last online CPU + 1: sparse lists work (cpulist=8
+	 * offset=8 is CPU 8 -> 16), unlike the original's modulo over the
+	 * number of CPUs, and a machine with more possible than online CPUs
+	 * runs the default cpulist.
+	 */
 	return t % (cpumask_last(cpu_online_mask) + 1);
 }
 
@@ -608,8 +613,14 @@ static void ipistorm_stop_senders(void)
 /*
  * Make sure no call of ours is still queued or running anywhere before the
  * results are read or the module goes away: with wait=0 the last calls may
- * still sit in the targets' queues. A synchronous call to every CPU flushes
- * their queues; the grace period covers handlers still on their way out.
+ * still sit in the targets' queues. A synchronous call to every CPU makes
+ * each flush its queue: once it returns, every call queued before it has
+ * been taken off its queue by a flush that has run our nop. That does not
+ * mean the flush is over: it runs synchronous calls (the nop) before the
+ * asynchronous ones it took with them. A flush runs with interrupts off,
+ * which is an RCU read-side critical section: synchronize_rcu() is what
+ * guarantees that every such flush, and every handler of ours in it, has
+ * returned.
  */
 static void ipistorm_quiesce(void)
 {
