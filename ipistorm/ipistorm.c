@@ -172,19 +172,20 @@ static bool failed;
 static void ipistorm_busy(struct ipistorm_target *t)
 {
 	u64 now = ktime_get_mono_fast_ns();
-	u64 spin, end;
+	u64 spin = handler_ns;
+	u64 end;
 
-	if (now >= t->window_end) {
-		t->window_end = now + IPISTORM_BUSY_WINDOW_NS;
-		t->budget_left = IPISTORM_BUSY_BUDGET_NS;
+	if (busy_budget) {
+		if (now >= t->window_end) {
+			t->window_end = now + IPISTORM_BUSY_WINDOW_NS;
+			t->budget_left = IPISTORM_BUSY_BUDGET_NS;
+		}
+		if (spin > t->budget_left) {
+			spin = t->budget_left;
+			t->trimmed++;
+		}
+		t->budget_left -= spin;
 	}
-	spin = busy_budget ? min_t(u64, handler_ns, t->budget_left) :
-			     handler_ns;
-	if (spin < handler_ns)
-		t->trimmed++;
-	if (!spin)
-		return;
-	t->budget_left -= spin;
 	t->busy_ns += spin;
 	end = now + spin;
 	while (ktime_get_mono_fast_ns() < end)
