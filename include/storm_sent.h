@@ -171,7 +171,7 @@ static inline int storm_sent_register(void)
 		storm_sent_mask, storm_sent_single, storm_sent_resched,
 		storm_sent_single,
 	};
-	int i;
+	int i, ret;
 
 	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++) {
 		if (!addr[i])
@@ -179,11 +179,16 @@ static inline int storm_sent_register(void)
 		memset(&storm_sent.probes[i], 0, sizeof(storm_sent.probes[i]));
 		storm_sent.probes[i].addr = addr[i];
 		storm_sent.probes[i].pre_handler = handler[i];
-		storm_sent.addr[i] = addr[i];
 		storm_sent.removed[i] = false;
 		kps[i] = &storm_sent.probes[i];
 	}
-	return register_kprobes(kps, ARRAY_SIZE(kps));
+	ret = register_kprobes(kps, ARRAY_SIZE(kps));
+	if (ret)
+		return ret;
+	/* as registered: the kernel may move it (past an ENDBR on x86) */
+	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++)
+		storm_sent.addr[i] = storm_sent.probes[i].addr;
+	return 0;
 }
 
 /*
@@ -192,7 +197,8 @@ static inline int storm_sent_register(void)
  * it could not remove (disarming it failed: an ftrace allocation). Such
  * a probe stays in the kernel's table, armed, calling our handler, which
  * counts into our per-CPU rows: the module and the rows must not go while
- * it is there. A retry restores ->addr: the kernel then finds the probe
+ * it is there. A retry restores ->addr as the kernel registered it (it
+ * may have moved it from where we asked): the kernel then finds the probe
  * again and tries to disarm it anew.
  */
 static inline int storm_sent_unregister(void)
@@ -203,7 +209,9 @@ static inline int storm_sent_unregister(void)
 	for (i = 0; i < ARRAY_SIZE(kps); i++) {
 		if (storm_sent.removed[i])
 			continue;
-		storm_sent.probes[i].addr = storm_sent.addr[i];
+		/* a retry: where the kernel has the probe */
+		if (!storm_sent.probes[i].addr)
+			storm_sent.probes[i].addr = storm_sent.addr[i];
 		kps[n++] = &storm_sent.probes[i];
 	}
 	/* waits until no handler runs any more */
