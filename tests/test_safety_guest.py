@@ -188,6 +188,30 @@ def test_booted_with_more_possible_than_online_cpus(kernel):
         assert_clean(case.dmesg)
 
 
+@pytest.mark.boots("bigcpus", kernel="6.1")
+def test_count_sent_is_refused_past_the_per_cpu_limit():
+    """2048 possible CPUs (tests/guest/check-bigcpus.sh): a CPU's row of
+    send counters would be 2 x 2048 + 1 counters, past the per-CPU
+    allocator's 32 KiB, which would WARN. count_sent=1 is refused with
+    the figures; a storm without it runs."""
+    run = boot("6.1", "possible_cpus=2048", "bigcpus", cpus=2)
+    assert (run.out / "cpus_possible").read_text().strip() == "0-2047", \
+        run.log[-3000:]
+    for name in ("bigcpus_count_sent", "bigcpus_count_sent_tlb"):
+        case = run.case(name)
+        assert case.rc != 0 and not case.has_result, name
+        assert ("count_sent=1: 2048 possible CPUs need 32776 bytes of "
+                "counters per CPU") in case.dmesg, case.dmesg
+        assert "at most 2047 possible CPUs" in case.dmesg
+        assert_clean(case.dmesg)
+    case = run.case("bigcpus_storm")
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "done" and res["cpus_online"] == "0-1", res
+    assert result.per_cpu(res, "handled").get(1) == 100, res
+    assert_clean(case.dmesg)
+
+
 REFUSED = {
     "bad_list_double_comma": "cpulist=1,,2: not a valid CPU list",
     "bad_list_trailing_comma": "cpulist=1,: not a valid CPU list",
