@@ -675,14 +675,17 @@ static inline void storm_irqs_advance(const struct storm_irqs *prev,
 	int cpu;
 
 	for_each_possible_cpu(cpu) {
+		const struct storm_irqs *p = &prev[cpu];
+		struct storm_irqs *s = &snap[cpu];
+
 		if (snap == prev)
 			storm_irqs_read(cpu, &now);
 		else
-			now = snap[cpu];
-		snap[cpu].cal = prev[cpu].cal + storm_irq_step(now.cal, prev[cpu].cal);
-		snap[cpu].res = prev[cpu].res + storm_irq_step(now.res, prev[cpu].res);
-		snap[cpu].tlb = prev[cpu].tlb + storm_irq_step(now.tlb, prev[cpu].tlb);
-		snap[cpu].online = now.online;
+			now = *s;
+		s->cal = p->cal + storm_irq_step(now.cal, p->cal);
+		s->res = p->res + storm_irq_step(now.res, p->res);
+		s->tlb = p->tlb + storm_irq_step(now.tlb, p->tlb);
+		s->online = now.online;
 	}
 }
 
