@@ -31,6 +31,7 @@
 #include <linux/mm.h>
 #include <linux/percpu.h>
 #include <linux/printk.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -59,6 +60,30 @@
 #define STORM_MAX_TIMEOUT_S	(7UL * 24 * 3600)
 #define STORM_MAX_COUNT		1000000000000ULL	/* 1e12 */
 #define STORM_MAX_DELAY_US	1000000UL
+
+/*
+ * storm_mark(STORM_MARK_BEGIN or _END): the marker NOP (storm_mark.h) that an
+ * instruction counter outside the guest records, next to the interrupt
+ * snapshots (storm_irqs_begin(), and the end snapshot wherever it is
+ * taken) so that its counts cover the window the interrupt counts cover.
+ * A compiler barrier, so that the window's loads and stores stay on their
+ * side of it.
+ */
+static __always_inline void storm_mark(const unsigned int id)
+{
+#ifdef CONFIG_X86
+	/* "i": inlined, id is the constant the plugin reads back */
+	asm volatile(".byte 0x66, 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"
+		     : : "i" (STORM_MARK_MAGIC | id) : "memory");
+#else
+	barrier();
+#endif
+}
+
+struct storm_irqs;
+static inline void storm_irqs_snapshot(struct storm_irqs *snap);
+static inline void storm_irqs_advance(const struct storm_irqs *prev,
+				      struct storm_irqs *snap);
 
 /* ---------------------------------------------------------------------
  * Run control: start barrier, stop request, end of run.
@@ -89,6 +114,11 @@ struct storm_ctl {
 	bool hotplug;			/* a CPU went off- or online meanwhile */
 	atomic64_t last_end_ns;		/* the latest worker end so far */
 	u64 start_ns, end_ns;		/* ktime_get_ns() */
+	/* the window's interrupt counts, see storm_irqs_begin() */
+	bool started;			/* released by storm_ctl_go() */
+	atomic_t ending;		/* workers not yet at their end */
+	bool irqs_taken;		/* the last worker took irqs_after */
+	struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 };
 
 static inline void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
@@ -96,15 +126,23 @@ static inline void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
 	memset(ctl, 0, sizeof(*ctl));
 	atomic_set(&ctl->ready, 0);
 	atomic_set(&ctl->running, nr_workers);
+	atomic_set(&ctl->ending, nr_workers);
 	atomic64_set(&ctl->last_end_ns, 0);
 	init_completion(&ctl->all_ready);
 	ctl->nr_workers = nr_workers;
 }
 
 /*
- * Worker side of the start barrier. cond_resched() lets the controller in
- * when it shares this CPU; cpu_relax() (PAUSE) also hands the host thread
- * to the next vCPU under TCG.
+ * Every loop of a storm thread yields with cond_resched_tasks_rcu_qs(),
+ * never cond_resched() alone: on PREEMPT_RCU kernels (Debian's) a
+ * preemption at cond_resched() is no RCU-Tasks quiescent state, so a
+ * storm thread that never sleeps would hold off every RCU-Tasks grace
+ * period for the whole storm (BPF trampoline and ftrace detach, bpftrace
+ * exiting; stall warnings after 10 minutes). The helper reports one.
+ *
+ * Worker side of the start barrier. Yielding lets the controller in when
+ * it shares this CPU; cpu_relax() (PAUSE) also hands the host thread to
+ * the next vCPU under TCG.
  */
 static inline void storm_worker_ready(struct storm_ctl *ctl)
 {
@@ -112,7 +150,7 @@ static inline void storm_worker_ready(struct storm_ctl *ctl)
 		complete(&ctl->all_ready);
 	/* pairs with the release in storm_ctl_go() and storm_ctl_stop() */
 	while (!smp_load_acquire(&ctl->released)) {
-		cond_resched();
+		cond_resched_tasks_rcu_qs();
 		cpu_relax();
 	}
 }
@@ -120,7 +158,12 @@ static inline void storm_worker_ready(struct storm_ctl *ctl)
 /*
  * The run ends when its last worker does. Each worker raises the end time
  * to its own before it counts itself out, so the controller, which reads
- * the time after it sees no worker running, reads the latest.
+ * the time after it sees no worker running, reads the latest. The last
+ * worker also takes the interrupt counters' end snapshot, right after its
+ * end time: the window of the counts is the storm's, not the storm plus
+ * the controller's wakeup (up to a tick, and the hotplug lock). It does
+ * so only in a storm that storm_ctl_go() released, whose start snapshot
+ * is taken; otherwise the controller takes it (storm_irqs_end()).
  */
 static inline void storm_worker_done(struct storm_ctl *ctl)
 {
@@ -129,6 +172,13 @@ static inline void storm_worker_done(struct storm_ctl *ctl)
 
 	while (end < now && !atomic64_try_cmpxchg(&ctl->last_end_ns, &end, now))
 		;
+	/* pairs with the release in storm_ctl_go(): after the start snapshot */
+	if (atomic_dec_and_test(&ctl->ending) &&
+	    smp_load_acquire(&ctl->started) && ctl->irqs_after) {
+		storm_mark(STORM_MARK_END);
+		storm_irqs_snapshot(ctl->irqs_after);
+		ctl->irqs_taken = true;
+	}
 	/* orders the end time before the count, see storm_ctl_wait_done() */
 	smp_mb__before_atomic();
 	atomic_dec(&ctl->running);
@@ -164,6 +214,8 @@ static inline void storm_ctl_go(struct storm_ctl *ctl, bool timed,
 	ctl->timed = timed;
 	ctl->deadline = jiffies + timeout_s * HZ;
 	ctl->start_ns = ktime_get_ns();
+	/* the start snapshot (storm_irqs_begin()) before started */
+	smp_store_release(&ctl->started, true);
 	/* the workers see timed and deadline once they see released */
 	smp_store_release(&ctl->released, true);
 }
@@ -196,10 +248,17 @@ static inline void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
  */
 static inline void storm_ctl_wait_done(struct storm_ctl *ctl)
 {
+	unsigned long advance = jiffies + HZ;
+
 	while (atomic_read_acquire(&ctl->running)) {
 		if (fatal_signal_pending(current) && !READ_ONCE(ctl->stop)) {
 			pr_info("fatal signal: stopping the storm early\n");
 			storm_ctl_stop(ctl, true);
+		}
+		/* 32-bit counters: take in each CPU's counts every second */
+		if (ctl->irqs_acc && time_after_eq(jiffies, advance)) {
+			storm_irqs_advance(ctl->irqs_acc, ctl->irqs_acc);
+			advance = jiffies + HZ;
 		}
 		schedule_timeout_idle(1);
 	}
@@ -403,7 +462,7 @@ static int storm_controller_fn(void *arg)
 
 	sm->run();
 	storm_result_create(sm);
-	storm_sent_stop();
+	storm_sent_stop(true);
 	WRITE_ONCE(sm->reported, true);
 	/* rmmod collects us */
 	storm_thread_park();
@@ -423,9 +482,10 @@ static inline int storm_module_start(struct storm_module *sm)
 		goto err;
 	if (!sm->background) {
 		sm->run();
-		storm_sent_stop();
+		storm_sent_stop(true);
 		ret = storm_result_create(sm);
-		if (ret)
+		/* pinned by a probe left behind: a failed load would free it */
+		if (ret && !storm_sent.pinned)
 			goto err;
 		return 0;
 	}
@@ -610,23 +670,6 @@ static inline void storm_irqs_read(int cpu, struct storm_irqs *s)
 	s->online = cpu_online(cpu);
 }
 
-/*
- * storm_mark(STORM_MARK_BEGIN or _END): the marker NOP (storm_mark.h) that an
- * instruction counter outside the guest records, next to the snapshots so
- * that its counts cover the window the interrupt counts cover. A compiler
- * barrier, so that the window's loads and stores stay on their side of it.
- */
-static __always_inline void storm_mark(const unsigned int id)
-{
-#ifdef CONFIG_X86
-	/* "i": inlined, id is the constant the plugin reads back */
-	asm volatile(".byte 0x66, 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"
-		     : : "i" (STORM_MARK_MAGIC | id) : "memory");
-#else
-	barrier();
-#endif
-}
-
 /* Snapshot of every possible CPU: an array of nr_cpu_ids entries. */
 static inline struct storm_irqs *storm_irqs_alloc(void)
 {
@@ -641,10 +684,75 @@ static inline void storm_irqs_snapshot(struct storm_irqs *snap)
 		storm_irqs_read(cpu, &snap[cpu]);
 }
 
-/* The counters are 32 bit in the kernel: subtract modulo 2^32. */
+/*
+ * The kernel's counters are 32 bit: at a million IPIs a second a CPU's
+ * wraps in 72 minutes. A snapshot holds them as 64-bit counts whose low
+ * 32 bits are the kernel's: storm_irqs_advance() takes a fresh reading
+ * into @snap and adds to @prev (which may be @snap) the 32-bit change
+ * since it, read as signed, so a reading a little older than @prev moves
+ * it back. Right while fewer than 2^31 interrupts come between the two:
+ * the controller advances the storm's running counts every second
+ * (storm_ctl_wait_done()), and slabstorm's phases each last one call.
+ */
+static inline s64 storm_irq_step(u64 now, u64 prev)
+{
+	return (s32)((u32)now - (u32)prev);
+}
+
+static inline void storm_irqs_advance(const struct storm_irqs *prev,
+				      struct storm_irqs *snap)
+{
+	struct storm_irqs now;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		const struct storm_irqs *p = &prev[cpu];
+		struct storm_irqs *s = &snap[cpu];
+
+		if (snap == prev)
+			storm_irqs_read(cpu, &now);
+		else
+			now = *s;
+		s->cal = p->cal + storm_irq_step(now.cal, p->cal);
+		s->res = p->res + storm_irq_step(now.res, p->res);
+		s->tlb = p->tlb + storm_irq_step(now.tlb, p->tlb);
+		s->loc = p->loc + storm_irq_step(now.loc, p->loc);
+		s->online = now.online;
+	}
+}
+
+/*
+ * A storm's window: the start snapshot in @before (also the running
+ * counts' start, in @acc), the end one in @after, taken by the last
+ * worker or here, then advanced from the running counts to 64 bits.
+ */
+static inline void storm_irqs_begin(struct storm_ctl *ctl,
+				    struct storm_irqs *before,
+				    struct storm_irqs *after,
+				    struct storm_irqs *acc)
+{
+	storm_irqs_snapshot(before);
+	storm_mark(STORM_MARK_BEGIN);
+	memcpy(acc, before, nr_cpu_ids * sizeof(*acc));
+	ctl->irqs_before = before;
+	ctl->irqs_after = after;
+	ctl->irqs_acc = acc;
+}
+
+/* After storm_ctl_wait_done(), which saw every worker's end. */
+static inline void storm_irqs_end(struct storm_ctl *ctl)
+{
+	if (!ctl->irqs_taken) {
+		storm_mark(STORM_MARK_END);
+		storm_irqs_snapshot(ctl->irqs_after);
+	}
+	storm_irqs_advance(ctl->irqs_acc, ctl->irqs_after);
+}
+
+/* Both snapshots advanced as above: 64-bit counts. */
 static inline u64 storm_irq_delta(u64 after, u64 before)
 {
-	return (u32)((u32)after - (u32)before);
+	return after - before;
 }
 
 static inline void storm_irqs_delta(const struct storm_irqs *before,
@@ -848,6 +956,26 @@ static inline int storm_check_range(const char *param,
 }
 
 /*
+ * Every storm has a time bound: timeout= seconds ends a timed run (count
+ * 0) and caps a counted one, which then says "timeout". timeout=0 is
+ * refused either way: a counted storm could otherwise run for days, or
+ * end at once.
+ */
+static inline int storm_check_bound(const char *count_name,
+				    unsigned long count, unsigned long timeout)
+{
+	if (timeout)
+		return 0;
+	if (!count)
+		pr_err("%s=0 and timeout=0: nothing bounds the storm\n",
+		       count_name);
+	else
+		pr_err("timeout=0: %s=%lu needs a time bound too (timeout=1..%lu seconds caps every storm)\n",
+		       count_name, count, STORM_MAX_TIMEOUT_S);
+	return -EINVAL;
+}
+
+/*
  * Memory a storm would hold at once, against what the machine has. More
  * than half of what is available now is refused at load: a storm must
  * never make the OOM killer pick off the tasks around it.
@@ -878,6 +1006,44 @@ static inline const char *storm_status(const struct storm_ctl *ctl,
 	return ctl->deadline_hit ? "timeout" : "done";
 }
 
+static inline void storm_show_range(struct seq_file *m, const char *sep,
+				    int first, int last)
+{
+	if (first == last)
+		seq_printf(m, "%s%d", sep, first);
+	else
+		seq_printf(m, "%s%d-%d", sep, first, last);
+}
+
+/*
+ * The CPUs online at the start of the storm, as a CPU list (not when the
+ * file is read: hotplug may come in between).
+ */
+static inline void storm_show_cpus_online(struct seq_file *m,
+					  const struct storm_irqs *snap)
+{
+	int cpu, first = -1, last = -1;
+	const char *sep = "";
+
+	seq_puts(m, "cpus_online: ");
+	for_each_possible_cpu(cpu) {
+		if (!snap[cpu].online)
+			continue;
+		if (first >= 0 && cpu == last + 1) {
+			last = cpu;
+			continue;
+		}
+		if (first >= 0) {
+			storm_show_range(m, sep, first, last);
+			sep = ",";
+		}
+		first = last = cpu;
+	}
+	if (first >= 0)
+		storm_show_range(m, sep, first, last);
+	seq_putc(m, '\n');
+}
+
 static inline void storm_show_header(struct seq_file *m, const char *storm,
 				     const struct storm_ctl *ctl, bool failed)
 {
@@ -885,7 +1051,7 @@ static inline void storm_show_header(struct seq_file *m, const char *storm,
 	seq_printf(m, "schema: %d\n", STORM_SCHEMA);
 	seq_printf(m, "kernel: %s\n", init_utsname()->release);
 	seq_printf(m, "status: %s\n", storm_status(ctl, failed));
-	seq_printf(m, "cpus_online: %*pbl\n", cpumask_pr_args(cpu_online_mask));
+	storm_show_cpus_online(m, ctl->irqs_before);
 	seq_printf(m, "runtime_ns: %llu\n", ctl->end_ns - ctl->start_ns);
 }
 

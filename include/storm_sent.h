@@ -38,10 +38,12 @@
 #define _STORM_SENT_H
 
 #include <linux/cpumask.h>
+#include <linux/delay.h>
 #include <linux/errno.h>
 #include <linux/kprobes.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
+#include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/percpu.h>
 #include <linux/sched/clock.h>
@@ -88,7 +90,10 @@ static struct {
 	u64 __percpu *rows;
 	/* the three send functions, then storm_sent_calibrate_fn() */
 	struct kprobe probes[4];
+	void *addr[4];		/* where each was registered */
+	bool removed[4];
 	bool registered;
+	bool pinned;		/* a probe could not be removed: see below */
 	int error;		/* why there are no counts, or 0 */
 	bool counted;		/* both snapshots were taken */
 	unsigned long missed;	/* in the window, see storm_sent_nmissed() */
@@ -166,7 +171,7 @@ static inline int storm_sent_register(void)
 		storm_sent_mask, storm_sent_single, storm_sent_resched,
 		storm_sent_single,
 	};
-	int i;
+	int i, ret;
 
 	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++) {
 		if (!addr[i])
@@ -174,20 +179,52 @@ static inline int storm_sent_register(void)
 		memset(&storm_sent.probes[i], 0, sizeof(storm_sent.probes[i]));
 		storm_sent.probes[i].addr = addr[i];
 		storm_sent.probes[i].pre_handler = handler[i];
+		storm_sent.removed[i] = false;
 		kps[i] = &storm_sent.probes[i];
 	}
-	return register_kprobes(kps, ARRAY_SIZE(kps));
+	ret = register_kprobes(kps, ARRAY_SIZE(kps));
+	if (ret)
+		return ret;
+	/* as registered: the kernel may move it (past an ENDBR on x86) */
+	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++)
+		storm_sent.addr[i] = storm_sent.probes[i].addr;
+	return 0;
 }
 
-static inline void storm_sent_unregister(void)
+/*
+ * Remove the probes not removed yet; returns how many are left.
+ * unregister_kprobes() returns nothing, but it clears ->addr of a probe
+ * it could not remove (disarming it failed: an ftrace allocation). Such
+ * a probe stays in the kernel's table, armed, calling our handler, which
+ * counts into our per-CPU rows: the module and the rows must not go while
+ * it is there. A retry restores ->addr as the kernel registered it (it
+ * may have moved it from where we asked): the kernel then finds the probe
+ * again and tries to disarm it anew.
+ */
+static inline int storm_sent_unregister(void)
 {
 	struct kprobe *kps[ARRAY_SIZE(storm_sent.probes)];
-	int i;
+	int i, n = 0, left = 0;
 
-	for (i = 0; i < ARRAY_SIZE(kps); i++)
-		kps[i] = &storm_sent.probes[i];
+	for (i = 0; i < ARRAY_SIZE(kps); i++) {
+		if (storm_sent.removed[i])
+			continue;
+		/* a retry: where the kernel has the probe */
+		if (!storm_sent.probes[i].addr)
+			storm_sent.probes[i].addr = storm_sent.addr[i];
+		kps[n++] = &storm_sent.probes[i];
+	}
 	/* waits until no handler runs any more */
-	unregister_kprobes(kps, ARRAY_SIZE(kps));
+	unregister_kprobes(kps, n);
+	for (i = 0; i < ARRAY_SIZE(kps); i++) {
+		if (storm_sent.removed[i])
+			continue;
+		if (storm_sent.probes[i].addr)
+			storm_sent.removed[i] = true;
+		else
+			left++;
+	}
+	return left;
 }
 
 /* Hits not counted: a probe that fired inside another kprobe's handler. */
@@ -206,8 +243,9 @@ static inline int storm_sent_register(void)
 	return -EOPNOTSUPP;
 }
 
-static inline void storm_sent_unregister(void)
+static inline int storm_sent_unregister(void)
 {
+	return 0;
 }
 
 static inline unsigned long storm_sent_nmissed(void)
@@ -256,17 +294,45 @@ static inline int storm_sent_alloc_snap(struct storm_sent_snap *s)
 	return s->to && s->by ? 0 : -ENOMEM;
 }
 
-/* Remove the probes: idempotent, and safe if they never were there. */
-static inline void storm_sent_stop(void)
+/*
+ * Remove the probes: idempotent, and safe if they never were there. A
+ * probe the kernel could not remove keeps calling our handler. With
+ * @may_pin (the module is live: after its storm, in insmod or the
+ * controller) the module then takes a reference on itself, so that rmmod
+ * is refused and its text and counters stay for as long as the kernel
+ * runs, and says so. Otherwise (rmmod, or a load that fails), or if the
+ * module is already going, it retries until the kernel removes them:
+ * rmmod waits, rather than free what an armed probe still calls.
+ */
+static inline void storm_sent_stop(bool may_pin)
 {
-	if (storm_sent.registered)
-		storm_sent_unregister();
+	int left, tries = 0;
+
+	if (!storm_sent.registered)
+		return;
 	storm_sent.registered = false;
+	left = storm_sent_unregister();
+	if (!left)
+		return;
+	if (may_pin && try_module_get(THIS_MODULE)) {
+		storm_sent.pinned = true;
+		pr_err("count_sent: the kernel could not remove %d of the kprobes on the IPI send functions: the module stays loaded for good (rmmod is refused), their handlers still run\n",
+		       left);
+		return;
+	}
+	pr_err("count_sent: the kernel could not remove %d of the kprobes on the IPI send functions: retrying until it does\n",
+	       left);
+	do {
+		msleep(100);
+		tries++;
+	} while (storm_sent_unregister());
+	pr_info("count_sent: kprobes removed after %d retries\n", tries);
 }
 
 static inline void storm_sent_free(void)
 {
-	storm_sent_stop();
+	storm_sent_stop(false);
+	/* pinned: never reached, the module cannot be removed */
 	free_percpu(storm_sent.rows);
 	storm_sent.rows = NULL;
 	storm_sent_free_snap(&storm_sent.before);
@@ -283,6 +349,18 @@ static inline int storm_sent_start(void)
 
 	if (!count_sent)
 		return 0;
+	/*
+	 * Each CPU's row counts for every possible target: past the per-CPU
+	 * allocator's limit from about 2048 possible CPUs (it would WARN,
+	 * a panic with panic_on_warn). Refused, with the figures.
+	 */
+	if (STORM_SENT_ROW_LEN * sizeof(u64) > PCPU_MIN_UNIT_SIZE) {
+		pr_err("count_sent=1: %u possible CPUs need %zu bytes of counters per CPU, more than the per-CPU allocator's %u: refused (at most %zu possible CPUs)\n",
+		       nr_cpu_ids, STORM_SENT_ROW_LEN * sizeof(u64),
+		       (unsigned int)PCPU_MIN_UNIT_SIZE,
+		       (PCPU_MIN_UNIT_SIZE / sizeof(u64) - 1) / STORM_SENT_NR_VEC);
+		return -EINVAL;
+	}
 	storm_sent.rows = __alloc_percpu(STORM_SENT_ROW_LEN * sizeof(u64),
 					 SMP_CACHE_BYTES);
 	if (!storm_sent.rows ||

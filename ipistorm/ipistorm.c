@@ -36,7 +36,7 @@ MODULE_PARM_DESC(numipi, "Calls per sending CPU, within timeout; 0 = timed run (
 
 static unsigned long timeout = 30;
 module_param(timeout, ulong, 0444);
-MODULE_PARM_DESC(timeout, "Seconds to run; with numipi, the most it may take (default 30)");
+MODULE_PARM_DESC(timeout, "Seconds to run with numipi=0; with numipi, the most the storm may take; 1..604800 (default 30)");
 
 static bool wait = true;
 module_param(wait, bool, 0444);
@@ -72,7 +72,7 @@ MODULE_PARM_DESC(async, "single target via smp_call_function_single_async (defau
 
 static unsigned long handler_ns;
 module_param(handler_ns, ulong, 0444);
-MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns (default 0)");
+MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns, at most 1000000; where calls can reach a target back to back (wait=0, or two senders on one target) it busy-waits at most 1 ms in every 2 ms, and calls past that return at once and count as trimmed (default 0)");
 
 static unsigned long handler_loops;
 module_param(handler_loops, ulong, 0444);
@@ -88,6 +88,9 @@ MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm 
 
 #define IPISTORM_MAX_HANDLER_NS	(1000UL * NSEC_PER_USEC)
 #define IPISTORM_MAX_HANDLER_LOOPS	100000UL
+/* handler_ns: each target's busy-wait budget, see ipistorm_handler() */
+#define IPISTORM_BUSY_WINDOW_NS	(2UL * NSEC_PER_MSEC)
+#define IPISTORM_BUSY_BUDGET_NS	(1UL * NSEC_PER_MSEC)
 #define IPISTORM_MAX_LATENCY	(1U << 20)
 
 enum ipistorm_kind {
@@ -125,31 +128,82 @@ struct ipistorm_sender {
 	struct storm_hist hist ____cacheline_aligned_in_smp;
 };
 
+/* One per CPU, written by the handler on that CPU only (hardirq). */
+struct ipistorm_target {
+	u64 handled;
+	/* handler_ns: the current window of the busy-wait budget */
+	u64 window_end;			/* ktime_get_mono_fast_ns() */
+	u64 budget_left;
+	u64 busy_ns;			/* busy-waited, all windows */
+	u64 trimmed;			/* calls cut short by the budget */
+};
+
 static enum ipistorm_kind kind;
 static struct ipistorm_sender __percpu *senders;
-static DEFINE_PER_CPU(u64, ipistorm_handled);
+static DEFINE_PER_CPU(struct ipistorm_target, ipistorm_targets);
 static cpumask_var_t sender_mask, target_mask;
 static struct storm_ctl ctl;
-static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_hist *hist_total;
+static bool busy_budget;		/* handler_ns: see ipistorm_busy() */
 static bool failed;
+
+/*
+ * handler_ns: busy-wait in the handler, within a budget per target CPU.
+ *
+ * A target must always get out of hardirq. For async call data (wait=0,
+ * async=1) the kernel unlocks the csd before the handler runs and x86
+ * acknowledges the call-function vector first, so a sender queues its
+ * next call while a long handler runs, and a new call-function IPI is
+ * pending when it returns; with wait=1, two senders on one target do the
+ * same. Call-function vectors outrank the local timer: back-to-back 1 ms
+ * handlers would starve the target's timer, devices and tasks for the
+ * whole storm (hard lockup, RCU stall, I/O timeouts). So in such storms
+ * (busy_budget, set at load) each target busy-waits at most
+ * IPISTORM_BUSY_BUDGET_NS in a window of IPISTORM_BUSY_WINDOW_NS that its
+ * first busy handler opens: once the budget is spent its handlers return
+ * at once until the window ends. At most 2 ms of busy-waiting in a row (a
+ * budget spent at the end of one window, the next one's at its start),
+ * at most half of the target's time; handler.<cpu>.trimmed counts the
+ * calls cut short. With wait=1 and one sender per target, the sender
+ * calls again only once the handler has returned: no budget.
+ *
+ * Not local_clock(): with interrupts off and an unstable sched_clock (any
+ * TCG guest) it stops one tick past the last tick this CPU took, and the
+ * loop would spin for ever. Not ndelay() either: its loop calibration is
+ * far off under TCG. The fast monotonic clock reads the clocksource
+ * itself.
+ */
+static void ipistorm_busy(struct ipistorm_target *t)
+{
+	u64 now = ktime_get_mono_fast_ns();
+	u64 spin = handler_ns;
+	u64 end;
+
+	if (busy_budget) {
+		if (now >= t->window_end) {
+			t->window_end = now + IPISTORM_BUSY_WINDOW_NS;
+			t->budget_left = IPISTORM_BUSY_BUDGET_NS;
+		}
+		if (spin > t->budget_left) {
+			spin = t->budget_left;
+			t->trimmed++;
+		}
+		t->budget_left -= spin;
+	}
+	t->busy_ns += spin;
+	end = now + spin;
+	while (ktime_get_mono_fast_ns() < end)
+		cpu_relax();
+}
 
 static void ipistorm_handler(void *info)
 {
-	__this_cpu_inc(ipistorm_handled);
-	/*
-	 * Not local_clock(): with interrupts off and an unstable sched_clock
-	 * (any TCG guest) it stops one tick past the last tick this CPU took,
-	 * and the loop would spin for ever. Not ndelay() either: its loop
-	 * calibration is far off under TCG. The fast monotonic clock reads
-	 * the clocksource itself.
-	 */
-	if (handler_ns) {
-		u64 end = ktime_get_mono_fast_ns() + handler_ns;
+	struct ipistorm_target *t = this_cpu_ptr(&ipistorm_targets);
 
-		while (ktime_get_mono_fast_ns() < end)
-			cpu_relax();
-	}
+	t->handled++;
+	if (handler_ns)
+		ipistorm_busy(t);
 #ifdef CONFIG_X86
 	if (handler_loops) {
 		unsigned long n = handler_loops;
@@ -312,7 +366,7 @@ static int ipistorm_sender_fn(void *arg)
 		if (delay)
 			usleep_range(delay, delay + 1);
 		else
-			cond_resched();
+			cond_resched_tasks_rcu_qs();
 	}
 	s->end_ns = ktime_get_ns();
 	storm_worker_done(&ctl);
@@ -329,17 +383,47 @@ static int ipistorm_target_of(int cpu)
 		t = (cpu & ~mask) + ((cpu + offset) & mask);
 	else
 		t = cpu + offset;
-	/* the original ipistorm wraps at the number of online CPUs */
+	/*
+	 * Wrap at the last online CPU + 1: sparse lists work (cpulist=8
+	 * offset=8 is CPU 8 -> 16), unlike the original's modulo over the
+	 * number of CPUs, and a machine with more possible than online CPUs
+	 * runs the default cpulist.
+	 */
 	return t % (cpumask_last(cpu_online_mask) + 1);
 }
 
 static void ipistorm_print_params(void)
 {
-	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s\n",
+	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s busy_budget=%d\n",
 		numipi, timeout, wait, single, async, offset, mask, delay,
 		handler_ns, handler_loops, latency, background,
-		cpumask_pr_args(sender_mask),
-		cpumask_pr_args(target_mask), ipistorm_kind_name[kind]);
+		cpumask_pr_args(sender_mask), cpumask_pr_args(target_mask),
+		ipistorm_kind_name[kind], busy_budget);
+}
+
+/*
+ * Can a target get its next call while a handler still runs? With wait=0
+ * (or async wait=0) a sender queues it then; with wait=1, when a second
+ * sender calls the same target.
+ */
+static bool ipistorm_back_to_back(void)
+{
+	int t;
+
+	if (!wait)
+		return true;
+	/* single and async: fewer targets than senders, a shared target */
+	if (kind == IPISTORM_SINGLE || kind == IPISTORM_ASYNC)
+		return cpumask_weight(target_mask) < cpumask_weight(sender_mask);
+	/* many and all: every sender calls each target but itself */
+	for_each_cpu(t, target_mask) {
+		unsigned int n = cpumask_weight(sender_mask) -
+				 cpumask_test_cpu(t, sender_mask);
+
+		if (n > 1)
+			return true;
+	}
+	return false;
 }
 
 static int ipistorm_check_params(void)
@@ -350,11 +434,8 @@ static int ipistorm_check_params(void)
 				  cpu_online_mask);
 	if (ret)
 		return ret;
-	if (!numipi && !timeout) {
-		pr_err("numipi=0 and timeout=0: nothing bounds the storm\n");
-		return -EINVAL;
-	}
-	ret = storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
+	ret = storm_check_bound("numipi", numipi, timeout) ?:
+	      storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
 	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
 	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
 	      storm_check_range("handler_ns", handler_ns,
@@ -434,18 +515,26 @@ static void ipistorm_print_results(void)
 
 		storm_irqs_delta(irqs_before, irqs_after, cpu, &d);
 		calls += s->calls;
+		/*
+		 * per_call is the sender's time over its calls, delay sleeps
+		 * included; sampled_min/max are over the timed calls only (one
+		 * in latency=N); CAL is every call-function interrupt the
+		 * target took in the window, wakeups of its tasks included.
+		 */
 		if (kind == IPISTORM_SINGLE || kind == IPISTORM_ASYNC)
-			pr_info("cpu %d -> %d: calls=%llu errors=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns timed=%llu CAL=%llu\n",
+			pr_info("cpu %d -> %d: calls=%llu errors=%llu time=%llu ns per_call=%llu ns%s sampled_min=%llu sampled_max=%llu ns timed=%llu CAL=%llu\n",
 				cpu, s->target, s->calls, s->errors, ns,
 				s->calls ? div64_u64(ns, s->calls) : 0,
+				delay ? " (with delay)" : "",
 				storm_hist_min(&s->hist), s->hist.max_ns,
 				s->hist.count,
 				storm_irq_delta(irqs_after[s->target].cal,
 						irqs_before[s->target].cal));
 		else
-			pr_info("cpu %d -> %*pbl: calls=%llu time=%llu ns per_call=%llu ns min=%llu max=%llu ns timed=%llu\n",
+			pr_info("cpu %d -> %*pbl: calls=%llu time=%llu ns per_call=%llu ns%s sampled_min=%llu sampled_max=%llu ns timed=%llu\n",
 				cpu, cpumask_pr_args(target_mask), s->calls, ns,
 				s->calls ? div64_u64(ns, s->calls) : 0,
+				delay ? " (with delay)" : "",
 				storm_hist_min(&s->hist), s->hist.max_ns,
 				s->hist.count);
 		if (s->errors)
@@ -506,10 +595,22 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 		seq_printf(m, "latency.sampled_every: %u\n", latency);
 		storm_hist_show(m, "latency", hist_total);
 	}
-	for_each_possible_cpu(cpu)
-		if (storm_cpu_seen(irqs_before, irqs_after, cpu))
-			seq_printf(m, "handled.%d: %llu\n", cpu,
-				   per_cpu(ipistorm_handled, cpu));
+	for_each_possible_cpu(cpu) {
+		const struct ipistorm_target *t;
+
+		if (!storm_cpu_seen(irqs_before, irqs_after, cpu))
+			continue;
+		t = per_cpu_ptr(&ipistorm_targets, cpu);
+		seq_printf(m, "handled.%d: %llu\n", cpu, t->handled);
+		if (handler_ns)
+			seq_printf(m, "handler.%d.busy_ns: %llu\n"
+				   "handler.%d.trimmed: %llu\n",
+				   cpu, t->busy_ns, cpu, t->trimmed);
+	}
+	if (handler_ns)
+		seq_printf(m, "handler.busy_budget: %d\nhandler.budget_ns: %lu\n"
+			   "handler.window_ns: %lu\n", busy_budget,
+			   IPISTORM_BUSY_BUDGET_NS, IPISTORM_BUSY_WINDOW_NS);
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
 	storm_pmu_show(m);
@@ -529,8 +630,14 @@ static void ipistorm_stop_senders(void)
 /*
  * Make sure no call of ours is still queued or running anywhere before the
  * results are read or the module goes away: with wait=0 the last calls may
- * still sit in the targets' queues. A synchronous call to every CPU flushes
- * their queues; the grace period covers handlers still on their way out.
+ * still sit in the targets' queues. A synchronous call to every CPU makes
+ * each flush its queue: once it returns, every call queued before it has
+ * been taken off its queue by a flush that has run our nop. That does not
+ * mean the flush is over: it runs synchronous calls (the nop) before the
+ * asynchronous ones it took with them. A flush runs with interrupts off,
+ * which is an RCU read-side critical section: synchronize_rcu() is what
+ * guarantees that every such flush, and every handler of ours in it, has
+ * returned.
  */
 static void ipistorm_quiesce(void)
 {
@@ -558,15 +665,14 @@ static void ipistorm_run(void)
 
 	storm_ctl_wait_ready(&ctl);
 	for_each_possible_cpu(cpu)
-		per_cpu(ipistorm_handled, cpu) = 0;
+		memset(per_cpu_ptr(&ipistorm_targets, cpu), 0,
+		       sizeof(struct ipistorm_target));
 	storm_pmu_begin();
 	storm_sent_begin();
-	storm_irqs_snapshot(irqs_before);
-	storm_mark(STORM_MARK_BEGIN);
+	storm_irqs_begin(&ctl, irqs_before, irqs_after, irqs_acc);
 	storm_ctl_go(&ctl, !numipi, timeout);
 	storm_ctl_wait_done(&ctl);
-	storm_mark(STORM_MARK_END);
-	storm_irqs_snapshot(irqs_after);
+	storm_irqs_end(&ctl);
 	storm_sent_end();
 	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
@@ -587,6 +693,7 @@ static void ipistorm_run(void)
 static void ipistorm_free(void)
 {
 	kfree(hist_total);
+	kfree(irqs_acc);
 	kfree(irqs_after);
 	kfree(irqs_before);
 	free_percpu(senders);
@@ -612,8 +719,10 @@ static int __init ipistorm_init(void)
 	senders = alloc_percpu(struct ipistorm_sender);
 	irqs_before = storm_irqs_alloc();
 	irqs_after = storm_irqs_alloc();
+	irqs_acc = storm_irqs_alloc();
 	hist_total = kmalloc(sizeof(*hist_total), GFP_KERNEL);
-	if (!senders || !irqs_before || !irqs_after || !hist_total)
+	if (!senders || !irqs_before || !irqs_after || !irqs_acc ||
+	    !hist_total)
 		goto err_free;
 	storm_hist_init(hist_total);
 	ret = storm_hotplug_watch(&ctl);
@@ -627,6 +736,7 @@ static int __init ipistorm_init(void)
 		cpus_read_unlock();
 		goto err_unwatch;
 	}
+	busy_budget = handler_ns && ipistorm_back_to_back();
 	ipistorm_print_params();
 	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
 	for_each_cpu(cpu, sender_mask) {

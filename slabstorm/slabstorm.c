@@ -50,7 +50,7 @@ MODULE_PARM_DESC(numobj, "remote: objects each CPU of cpulist allocates; 0 = tim
 
 static unsigned long timeout = 30;
 module_param(timeout, ulong, 0444);
-MODULE_PARM_DESC(timeout, "Seconds to run when the count is 0 (default 30)");
+MODULE_PARM_DESC(timeout, "Seconds to run when the count (numcache, numobj) is 0; with a count, the most the storm may take; 1..604800 (default 30)");
 
 static unsigned long objsize = 64;
 module_param(objsize, ulong, 0444);
@@ -172,7 +172,7 @@ static struct slabstorm_cpu __percpu *pcpus;
 static cpumask_var_t touch_mask;	/* cpulist */
 static struct slabstorm_phase phases[NR_PHASES];
 static struct storm_ctl ctl;
-static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_irqs *snap_prev, *snap_cur;
 static struct task_struct *main_task;
 static struct kmem_cache *fixed_cache;	/* shrink and remote */
@@ -253,6 +253,7 @@ static void slabstorm_phase_end(enum slabstorm_phase_id p, u64 t0)
 		storm_hist_add(&ph->hist, local_clock() - t0);
 	ph->count++;
 	storm_irqs_snapshot(snap_cur);
+	storm_irqs_advance(snap_prev, snap_cur);
 	for_each_possible_cpu(c) {
 		storm_irqs_delta(snap_prev, snap_cur, c, &d);
 		ph->irqs[c].cal += d.cal;
@@ -282,12 +283,13 @@ static int slabstorm_touch_here(struct slabstorm_cpu *c, struct kmem_cache *s)
 }
 
 /*
- * cond_resched() lets in a task that shares the CPU; cpu_relax() (PAUSE)
- * also hands the host thread to the next vCPU under TCG.
+ * Yielding lets in a task that shares the CPU (with an RCU-Tasks
+ * quiescent state, see storm.h); cpu_relax() (PAUSE) also hands the host
+ * thread to the next vCPU under TCG.
  */
 static void slabstorm_touch_spin(void)
 {
-	cond_resched();
+	cond_resched_tasks_rcu_qs();
 	cpu_relax();
 }
 
@@ -444,7 +446,7 @@ static int slabstorm_main_fn(void *unused)
 			ret = slabstorm_one_cache();
 		if (ret)
 			break;
-		cond_resched();
+		cond_resched_tasks_rcu_qs();
 	}
 	main_error = ret;
 	slabstorm_rcu_release();
@@ -562,7 +564,7 @@ static int slabstorm_remote_fn(void *arg)
 			cpu_relax();
 		}
 		if (!(++loops % 64))
-			cond_resched();
+			cond_resched_tasks_rcu_qs();
 	}
 	c->end_ns = ktime_get_ns();
 	storm_worker_done(&ctl);
@@ -713,11 +715,9 @@ static int slabstorm_check_params(void)
 			return -EINVAL;
 		}
 	}
-	if (!count && !timeout) {
-		pr_err("%s=0 and timeout=0: nothing bounds the storm\n",
-		       count_name);
-		return -EINVAL;
-	}
+	ret = storm_check_bound(count_name, count, timeout);
+	if (ret)
+		return ret;
 	if (!objsize) {
 		pr_err("objsize=0: objects need at least one byte\n");
 		return -EINVAL;
@@ -1056,13 +1056,11 @@ static void slabstorm_run(void)
 	storm_ctl_wait_ready(&ctl);
 	storm_pmu_begin();
 	storm_sent_begin();
-	storm_irqs_snapshot(irqs_before);
-	storm_mark(STORM_MARK_BEGIN);
+	storm_irqs_begin(&ctl, irqs_before, irqs_after, irqs_acc);
 	storm_ctl_go(&ctl, !(smode == SLABSTORM_REMOTE ? numobj : numcache),
 		     timeout);
 	storm_ctl_wait_done(&ctl);
-	storm_mark(STORM_MARK_END);
-	storm_irqs_snapshot(irqs_after);
+	storm_irqs_end(&ctl);
 	storm_sent_end();
 	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
@@ -1089,6 +1087,7 @@ static void slabstorm_free(void)
 		kfree(phases[p].irqs);
 	kfree(snap_cur);
 	kfree(snap_prev);
+	kfree(irqs_acc);
 	kfree(irqs_after);
 	kfree(irqs_before);
 	free_cpumask_var(touch_mask);
@@ -1111,9 +1110,11 @@ static int __init slabstorm_init(void)
 	pcpus = alloc_percpu(struct slabstorm_cpu);
 	irqs_before = storm_irqs_alloc();
 	irqs_after = storm_irqs_alloc();
+	irqs_acc = storm_irqs_alloc();
 	snap_prev = storm_irqs_alloc();
 	snap_cur = storm_irqs_alloc();
-	if (!pcpus || !irqs_before || !irqs_after || !snap_prev || !snap_cur)
+	if (!pcpus || !irqs_before || !irqs_after || !irqs_acc || !snap_prev ||
+	    !snap_cur)
 		goto err_free;
 	for (p = 0; p < NR_PHASES; p++) {
 		phases[p].irqs = storm_irqs_alloc();

@@ -272,6 +272,39 @@ def test_handler_time_and_delay_runs(guest):
     assert int(res["sender.0.calls"]) == 50
 
 
+def test_one_waiting_sender_per_target_gets_its_whole_handler(guest):
+    """wait=1, one sender per target: the sender calls again only once
+    the handler has returned, so no budget and nothing trimmed."""
+    res = ok(guest.case("ipi_handler"))
+    assert res["handler.busy_budget"] == "0"
+    assert res["handler.1.trimmed"] == "0"
+    assert int(res["handler.1.busy_ns"]) == 200 * 200000
+
+
+@pytest.mark.parametrize("name,calls", [("ipi_handler_flood", 1000),
+                                        ("ipi_handler_two", 600)])
+def test_handler_ns_never_holds_a_target_in_hardirq(guest, name, calls):
+    """Calls that reach the target back to back (wait=0; two senders on
+    one target) with 1 ms handlers would keep it in hardirq for the whole
+    storm. The target busy-waits at most 1 ms in every 2 ms window: over
+    the storm at most half its time, and a window more for the calls
+    still in flight at the end; the calls past the budget are counted."""
+    res = ok(guest.case(name))
+    assert res["handler.busy_budget"] == "1"
+    assert result.per_cpu(res, "handled")[1] == calls
+    busy = int(res["handler.1.busy_ns"])
+    trimmed = int(res["handler.1.trimmed"])
+    runtime = int(res["runtime_ns"])
+    budget = int(res["handler.budget_ns"])
+    window = int(res["handler.window_ns"])
+    assert busy <= budget * (runtime // window + 5), (busy, runtime)
+    # every call not trimmed busy-waited its whole handler_ns
+    assert busy >= (calls - trimmed) * 10**6, (busy, trimmed)
+    if name == "ipi_handler_flood":
+        # wait=0: the sender queues while the handler runs
+        assert trimmed > 0, res
+
+
 def test_timed_mode_runs_until_timeout(guest):
     res = ok(guest.case("ipi_timed"))
     assert int(res["sender.0.calls"]) > 0
@@ -287,6 +320,7 @@ BAD = {
     "bad_self": "CPU 0 would call itself",
     "bad_self_mask": "CPU 1 would call itself",
     "bad_unbounded": "numipi=0 and timeout=0",
+    "bad_timeout_zero": "timeout=0: numipi=10 needs a time bound too",
     "bad_numipi_huge": "numipi=10000000000000: out of range",
     "bad_numipi_overflow": "invalid for parameter `numipi'",
     "bad_numipi_negative": "invalid for parameter `numipi'",

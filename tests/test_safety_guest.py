@@ -95,6 +95,25 @@ def test_timeout_bounds_a_fixed_count_storm(guest, module):
     assert_clean(case.dmesg)
 
 
+@pytest.mark.parametrize("module", MODULES)
+def test_bpftrace_detaches_while_a_long_storm_runs(guest, module):
+    """A background storm of 120 s on CPUs 0-1 (ipistorm single,
+    tlbstorm user, slabstorm remote): bpftrace attaches a kfunc probe
+    and exits after 1 s, and its detach, which waits for an RCU-Tasks
+    grace period, returns while the storm still runs (no result file
+    yet)."""
+    case = guest.case(f"rcu_tasks_{module}")
+    if (case.dir / "skipped").is_file():
+        pytest.skip(case.file("skipped"))
+    assert case.rc == 0, case.file("bpftrace.err")
+    assert not (case.dir / "over").is_file(), case.file("seconds")
+    assert case.file("threads_after").strip() == ""
+    assert f"{module}: End of test: FAILURE (interrupted)" in case.dmesg
+    assert_clean(case.dmesg)
+    print(f"{guest.kernel} {module}: bpftrace during the storm "
+          f"{case.file('seconds').strip()} s")
+
+
 def test_finished_background_storm_is_done(guest):
     case = guest.case("bg_finished")
     assert case.rc == 0
@@ -167,6 +186,30 @@ def test_booted_with_more_possible_than_online_cpus(kernel):
         assert case.rc != 0 and not case.has_result, name
         assert reason in case.dmesg, (name, case.dmesg)
         assert_clean(case.dmesg)
+
+
+@pytest.mark.boots("bigcpus", kernel="6.1")
+def test_count_sent_is_refused_past_the_per_cpu_limit():
+    """2048 possible CPUs (tests/guest/check-bigcpus.sh): a CPU's row of
+    send counters would be 2 x 2048 + 1 counters, past the per-CPU
+    allocator's 32 KiB, which would WARN. count_sent=1 is refused with
+    the figures; a storm without it runs."""
+    run = boot("6.1", "possible_cpus=2048", "bigcpus", cpus=2)
+    assert (run.out / "cpus_possible").read_text().strip() == "0-2047", \
+        run.log[-3000:]
+    for name in ("bigcpus_count_sent", "bigcpus_count_sent_tlb"):
+        case = run.case(name)
+        assert case.rc != 0 and not case.has_result, name
+        assert ("count_sent=1: 2048 possible CPUs need 32776 bytes of "
+                "counters per CPU") in case.dmesg, case.dmesg
+        assert "at most 2047 possible CPUs" in case.dmesg
+        assert_clean(case.dmesg)
+    case = run.case("bigcpus_storm")
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "done" and res["cpus_online"] == "0-1", res
+    assert result.per_cpu(res, "handled").get(1) == 100, res
+    assert_clean(case.dmesg)
 
 
 REFUSED = {

@@ -32,6 +32,10 @@ def ok(case) -> dict[str, str]:
     assert res["status"] == "done", res["status"]
     assert_clean(case.dmesg)
     assert res["sent.source"].startswith("kprobe "), res["sent.source"]
+    # the probes came off again: rmmod worked, and the module did not
+    # have to pin itself (storm_sent.h)
+    assert "could not remove" not in case.dmesg, case.dmesg
+    assert case.file("rmmod_rc").strip() == "0", case.stderr
     # a probe that fires inside another probe's handler (an interrupt
     # that sends an IPI) is dropped by kprobes and counted as missed
     assert int(res["sent.missed"]) <= 0.01 * int(res["sent.hits"]) + 1

@@ -393,6 +393,7 @@ BAD = {
     "slab_bad_cpu_offline": "cpu=3: CPU 3 is not online",
     "slab_bad_unbounded": "numcache=0 and timeout=0: nothing bounds",
     "slab_bad_unbounded_remote": "numobj=0 and timeout=0: nothing bounds",
+    "slab_bad_timeout_zero": "timeout=0: numcache=10 needs a time bound too",
     "slab_bad_objsize_zero": "objsize=0: objects need at least one byte",
     "slab_bad_objsize_huge": "objsize=1000000: out of range",
     "slab_bad_fill_zero": "fill=0: a touch allocates at least one object",

@@ -31,6 +31,7 @@
 #include <linux/moduleparam.h>
 #include <linux/cpu.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/mm.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -44,7 +45,7 @@ MODULE_PARM_DESC(numflush, "Flushes per flusher CPU; 0 = timed run (default 0)")
 
 static unsigned long timeout = 30;
 module_param(timeout, ulong, 0444);
-MODULE_PARM_DESC(timeout, "Seconds to run when numflush=0 (default 30)");
+MODULE_PARM_DESC(timeout, "Seconds to run with numflush=0; with numflush, the most the storm may take; 1..604800 (default 30)");
 
 static char *cpulist;
 module_param(cpulist, charp, 0444);
@@ -148,11 +149,12 @@ static struct tlbstorm_flusher __percpu *flushers;
 static struct tlbstorm_worker __percpu *workers;
 static cpumask_var_t flusher_mask, target_mask;
 static struct mm_struct *storm_mm;	/* user mode: mmget() reference */
+static bool thp_was_disabled;		/* MMF_DISABLE_THP before the storm */
 static struct page **kpages;		/* kernel mode: what vmap() maps */
 static atomic_t workers_ready;
 static struct completion workers_all_ready;
 static struct storm_ctl ctl;
-static struct storm_irqs *irqs_before, *irqs_after;
+static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_hist *hist_total;
 static bool failed;
 
@@ -163,11 +165,22 @@ static void tlbstorm_worker_ready(void)
 		complete(&workers_all_ready);
 }
 
+static void tlbstorm_worker_error(struct tlbstorm_worker *w, int err)
+{
+	w->errors++;
+	w->last_error = err;
+}
+
 /*
  * A worker maps a page of its own in the mm, then reads and writes it
  * until kthread_stop(): while it runs, its CPU runs the mm (not lazily),
  * so every unmap in the mm has to shoot down its TLB. Its page goes
  * before it leaves.
+ *
+ * An error before the first touch is recorded before the worker says it
+ * is ready, so that the check before the release sees it: the storm then
+ * does not run with a CPU out of the mm. An error during the storm stops
+ * it (status failed).
  */
 static int tlbstorm_worker_fn(void *arg)
 {
@@ -180,30 +193,31 @@ static int tlbstorm_worker_fn(void *arg)
 	w->addr = vm_mmap(NULL, 0, PAGE_SIZE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, 0);
 	if (IS_ERR_VALUE(w->addr)) {
-		w->errors++;
-		w->last_error = (int)w->addr;
+		tlbstorm_worker_error(w, (int)w->addr);
 		w->addr = 0;
 		tlbstorm_worker_ready();
 		goto out;
 	}
 	p = (u32 __user *)w->addr;
 	ret = put_user(v, p);
+	if (ret)
+		tlbstorm_worker_error(w, ret);
+	/* orders the error before the count: see tlbstorm_run() */
 	tlbstorm_worker_ready();
 
 	while (!ret && !kthread_should_stop()) {
 		ret = get_user(v, p) ?: put_user(v + 1, p);
 		w->touches++;
-		cond_resched();
-	}
-	if (ret) {
-		w->errors++;
-		w->last_error = ret;
+		if (unlikely(ret)) {
+			tlbstorm_worker_error(w, ret);
+			storm_ctl_stop(&ctl, false);
+			break;
+		}
+		cond_resched_tasks_rcu_qs();
 	}
 	ret = vm_munmap(w->addr, PAGE_SIZE);
-	if (ret) {
-		w->errors++;
-		w->last_error = ret;
-	}
+	if (ret)
+		tlbstorm_worker_error(w, ret);
 out:
 	kthread_unuse_mm(storm_mm);
 	storm_thread_park();
@@ -296,7 +310,7 @@ static int tlbstorm_flusher_fn(void *arg)
 		if (delay)
 			usleep_range(delay, delay + 1);
 		else
-			cond_resched();
+			cond_resched_tasks_rcu_qs();
 	}
 	f->end_ns = ktime_get_ns();
 	if (storm_mode == TLBSTORM_USER)
@@ -350,10 +364,9 @@ static int tlbstorm_check_params(void)
 				  cpumask_of(cpumask_first(cpu_online_mask)));
 	if (ret)
 		return ret;
-	if (!numflush && !timeout) {
-		pr_err("numflush=0 and timeout=0: nothing bounds the storm\n");
-		return -EINVAL;
-	}
+	ret = storm_check_bound("numflush", numflush, timeout);
+	if (ret)
+		return ret;
 	if (!pages) {
 		pr_err("pages=0: a flush needs at least one page\n");
 		return -EINVAL;
@@ -441,9 +454,11 @@ static void tlbstorm_print_results(void)
 		struct tlbstorm_flusher *f = per_cpu_ptr(flushers, cpu);
 		u64 ns = f->end_ns - f->start_ns;
 
-		pr_info("flusher %d -> %*pbl: flushes=%llu errors=%llu time=%llu ns per_flush=%llu ns min=%llu max=%llu ns\n",
+		/* per_flush includes delay sleeps; min/max: the timed unmaps */
+		pr_info("flusher %d -> %*pbl: flushes=%llu errors=%llu time=%llu ns per_flush=%llu ns%s min=%llu max=%llu ns\n",
 			cpu, cpumask_pr_args(target_mask), f->flushes,
 			f->errors, ns, f->flushes ? div64_u64(ns, f->flushes) : 0,
+			delay ? " (with delay)" : "",
 			storm_hist_min(&f->hist), f->hist.max_ns);
 		if (f->errors)
 			pr_err("flusher %d: flush failed with %d\n", cpu,
@@ -487,6 +502,9 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 		   tlbstorm_mode_name[storm_mode],
 		   tlbstorm_counted_in[storm_mode],
 		   tlbstorm_flush_kind_name[flush_kind]);
+	/* user mode maps base pages only: see tlbstorm_get_mm() */
+	if (storm_mode == TLBSTORM_USER)
+		seq_puts(m, "thp: disabled\n");
 	/* tlb_single_page_flush_ceiling is not exported: its default */
 	seq_printf(m, "flush_ceiling: %lu\nflush_ceiling_source: default\n",
 		   TLBSTORM_FLUSH_CEILING);
@@ -518,6 +536,9 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 			seq_printf(m, "worker.%d.oncpu_ns: %llu\n", cpu,
 				   w->oncpu_ns);
 		}
+		/* oncpu_ns is up to date at ticks and switches only */
+		seq_printf(m, "worker.oncpu_resolution_ns: %lu\n",
+			   (unsigned long)(2 * TICK_NSEC));
 	}
 	if (latency)
 		storm_hist_show(m, "latency", hist_total);
@@ -536,6 +557,8 @@ DEFINE_SHOW_ATTRIBUTE(tlbstorm_result);
 static void tlbstorm_put_mm(void)
 {
 	if (storm_mm) {
+		if (!thp_was_disabled)
+			clear_bit(MMF_DISABLE_THP, &storm_mm->flags);
 		mmput(storm_mm);
 		storm_mm = NULL;
 	}
@@ -606,14 +629,12 @@ static void tlbstorm_run(void)
 	}
 	storm_pmu_begin();
 	storm_sent_begin();
-	storm_irqs_snapshot(irqs_before);
-	storm_mark(STORM_MARK_BEGIN);
+	storm_irqs_begin(&ctl, irqs_before, irqs_after, irqs_acc);
 	tlbstorm_workers_oncpu(false);
 	storm_ctl_go(&ctl, !numflush, timeout);
 	storm_ctl_wait_done(&ctl);
-	storm_mark(STORM_MARK_END);
 	tlbstorm_workers_oncpu(true);
-	storm_irqs_snapshot(irqs_after);
+	storm_irqs_end(&ctl);
 	storm_sent_end();
 	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
@@ -665,6 +686,7 @@ static void tlbstorm_free(void)
 {
 	tlbstorm_free_kpages();
 	kfree(hist_total);
+	kfree(irqs_acc);
 	kfree(irqs_after);
 	kfree(irqs_before);
 	free_percpu(workers);
@@ -683,6 +705,16 @@ static int tlbstorm_get_mm(void)
 	/* mm_users, not just mm_count: the mappings must stay usable */
 	mmget(current->mm);
 	storm_mm = current->mm;
+	/*
+	 * No transparent huge pages in the storm's mappings (what
+	 * prctl(PR_SET_THP_DISABLE) sets, for the lent mm, until the storm
+	 * ends). Debian's kernels have THP "always", and 6.12 aligns an
+	 * anonymous mapping of a multiple of 2 MiB to 2 MiB: with pages a
+	 * multiple of 512, MAP_POPULATE would map huge pages and each unmap
+	 * would clear pages/512 PMD entries, not the pages the result
+	 * counts, and 6.1 and 6.12 would flush different things.
+	 */
+	thp_was_disabled = test_and_set_bit(MMF_DISABLE_THP, &storm_mm->flags);
 	return 0;
 }
 
@@ -743,8 +775,9 @@ static int __init tlbstorm_init(void)
 	workers = alloc_percpu(struct tlbstorm_worker);
 	irqs_before = storm_irqs_alloc();
 	irqs_after = storm_irqs_alloc();
+	irqs_acc = storm_irqs_alloc();
 	hist_total = kmalloc(sizeof(*hist_total), GFP_KERNEL);
-	if (!flushers || !workers || !irqs_before || !irqs_after ||
+	if (!flushers || !workers || !irqs_before || !irqs_after || !irqs_acc ||
 	    !hist_total)
 		goto err_free;
 	storm_hist_init(hist_total);

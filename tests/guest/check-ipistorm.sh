@@ -30,6 +30,10 @@ storm_case ipi_sampled ipistorm numipi=6400 single=1 cpulist=0-3 offset=1
 storm_case ipi_sampled_partial ipistorm numipi=1050 latency=100 single=1 offset=1
 storm_case ipi_latency_max ipistorm numipi=100 latency=1048576 single=1 cpulist=0
 storm_case ipi_handler ipistorm numipi=200 single=1 handler_ns=200000 cpulist=0 latency=1
+# handler_ns where calls reach the target back to back (wait=0; two
+# senders on one target): the target busy-waits at most half its time
+storm_case ipi_handler_flood ipistorm numipi=1000 single=1 wait=0 handler_ns=1000000 cpulist=0
+storm_case ipi_handler_two ipistorm numipi=300 cpulist=0,2 targets=1 handler_ns=1000000
 storm_case ipi_delay ipistorm numipi=50 single=1 delay=1000 cpulist=0
 storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0
 
@@ -40,6 +44,7 @@ storm_case bad_cpulist_empty ipistorm numipi=10 cpulist=
 storm_case bad_self ipistorm numipi=10 single=1 offset=0
 storm_case bad_self_mask ipistorm numipi=10 single=1 cpulist=1 offset=2 mask=1
 storm_case bad_unbounded ipistorm numipi=0 timeout=0
+storm_case bad_timeout_zero ipistorm numipi=10 timeout=0
 storm_case bad_numipi_huge ipistorm numipi=10000000000000
 storm_case bad_numipi_overflow ipistorm numipi=18446744073709551616
 storm_case bad_numipi_negative ipistorm numipi=-1

@@ -84,6 +84,7 @@ bad_case slab_bad_cpu_range numcache=10 cpu=64
 bad_case slab_bad_cpu_negative numcache=10 cpu=-2
 bad_case slab_bad_unbounded numcache=0 timeout=0
 bad_case slab_bad_unbounded_remote mode=remote numobj=0 timeout=0
+bad_case slab_bad_timeout_zero numcache=10 timeout=0
 bad_case slab_bad_objsize_zero numcache=10 objsize=0
 bad_case slab_bad_objsize_huge numcache=10 objsize=1000000
 bad_case slab_bad_fill_zero numcache=10 fill=0

@@ -62,6 +62,16 @@ tlb_trace_on
 storm_case tlb_pages64 tlbstorm numflush=100 pages=64 targets=1-2 timeout=300
 tlb_trace_off tlb_pages64
 
+# pages a multiple of 512 (2 MiB): 6.12 aligns such an anonymous mapping
+# to 2 MiB and Debian's THP is "always", yet the storm's mm takes no
+# transparent huge page: thp_fault_alloc in /proc/vmstat stays put.
+thp_hook() {
+	grep '^thp_fault_alloc ' /proc/vmstat >"$2/vmstat.$1"
+}
+STORM_HOOK=thp_hook
+storm_case tlb_pages512 tlbstorm numflush=50 pages=512 targets=1-2 timeout=300
+STORM_HOOK=
+
 # Kernel range: an IPI to every other online CPU, in CAL and not in TLB.
 storm_case tlb_kernel tlbstorm mode=kernel numflush=300
 storm_case tlb_kernel_pages64 tlbstorm mode=kernel numflush=200 pages=64
@@ -90,6 +100,7 @@ tlb_refused tlb_bad_cpulist_empty numflush=10 cpulist=,
 tlb_refused tlb_bad_flusher_in_targets numflush=10 cpulist=1 targets=1-2
 tlb_refused tlb_bad_no_worker_cpu numflush=10 cpulist=0-3
 tlb_refused tlb_bad_unbounded numflush=0 timeout=0
+tlb_refused tlb_bad_timeout_zero numflush=10 timeout=0
 tlb_refused tlb_bad_pages_zero numflush=10 pages=0
 tlb_refused tlb_bad_pages_huge numflush=10 pages=4097
 tlb_refused tlb_bad_mode numflush=10 mode=both
