@@ -32,9 +32,9 @@ tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$d/loop-refused"
 
 # storm run's capture, every run file with its window's counts; a known
 # change in one boot: the handler's loop adds 2 x handler_loops
-# instructions a call on the target (about 1% at 6 loops), against two
+# instructions a call on the target (2-3% at 12 loops), against two
 # series without it (an A/A).
-for set in a0 b0 c6; do
+for set in a0 b0 c12; do
 	scripts/storm run --runs 8 --warmup 1 --results "$d/ab" --label "$set" \
 		ipistorm numipi=5000 single=1 wait=1 cpulist=0 offset=1 \
 		handler_loops="${set#?}" >"$d/ab-$set.out" 2>&1
