@@ -265,8 +265,8 @@ def test_compare_6_1_with_6_12(tmp_path):
     # with the IPIs, and the time is a row of the table
     verdicts = table.splitlines()[3:6]
     assert verdicts[0].startswith("IPIs per call"), verdicts
-    assert [x.split("  ")[0] for x in verdicts[1:]] == [
-        "insn per call (sender)", "insn per call (target)"], verdicts
+    assert verdicts[1].startswith("insn per call (sender) "), verdicts
+    assert verdicts[2].startswith("insn per call (target) "), verdicts
     assert "Welch's t-test" in table
     # named after the storm and the candidate's series: never overwritten
     stem = ("compare-ipistorm-cpulist_0-delay_50-numipi_500-offset_1-"
