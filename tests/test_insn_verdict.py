@@ -146,3 +146,19 @@ def test_verdict_line_names_the_side():
     target = next(x for x in lines if x.startswith("insn per call (target)"))
     assert any(f"   +{x}% [" in target for x in ("1.8", "1.9", "2.0", "2.1",
                                                    "2.2")), target
+
+
+def test_boots_that_happen_to_agree_do_not_hide_a_boots_spread():
+    """Two boots a side whose means agree to 0.01% but differ by 0.2%
+    (as a CI A/A of 6.1 measured): within the boots' known spread, not a
+    change; 2% is one."""
+    from stormsuite import stats
+    base = [218.40, 218.42]
+    same = stats.floored_change(base, [217.95, 217.97],
+                                cv=verdict.INSN_BOOT_CV)
+    assert same.p > 0.05, same
+    plain = stats.boot_change(base, [217.95, 217.97], log=True)
+    assert plain.p < 0.05           # what Welch alone would have said
+    moved = stats.floored_change(base, [222.8, 222.9],
+                                 cv=verdict.INSN_BOOT_CV)
+    assert moved.p < 0.01 and 1.8 < moved.pct < 2.2, moved

@@ -499,6 +499,12 @@ def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
                                              r.values[i], r.ticks[i],
                                              confidence=confidence,
                                              boot_cv=INSN_BOOT_CV)
+            elif r.metric.kind == "insn":
+                # boots as the unit: a few boots whose means happen to
+                # agree do not show a boot's own spread, which is known
+                est = stats.floored_change(r.boots[0], r.boots[i],
+                                           cv=INSN_BOOT_CV,
+                                           confidence=confidence)
             means = (r.boot_summaries[0].amean, r.boot_summaries[i].amean)
             rule = _not_a_change(r.metric, est, means,
                                  (r.values[0], r.values[i]), floor,
