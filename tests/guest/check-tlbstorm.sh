@@ -70,6 +70,7 @@ thp_hook() {
 }
 STORM_HOOK=thp_hook
 storm_case tlb_pages512 tlbstorm numflush=50 pages=512 targets=1-2 timeout=300
+# shellcheck disable=SC2034 # read by lib.sh's hook()
 STORM_HOOK=
 
 # Kernel range: an IPI to every other online CPU, in CAL and not in TLB.
