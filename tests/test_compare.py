@@ -504,9 +504,11 @@ def test_matrix_labels():
     assert matrix.label_for("6.12.1", "a/b") == "6.12.1_a_b"
 
 
-def test_matrix_end_to_end(monkeypatch, tmp_path, capsys):
-    """Two combinations, two boots each, interleaved; the guests are
-    replaced by copies of the captured runs with boot ids."""
+def fake_guests(monkeypatch, tmp_path, edit) -> tuple[list, str]:
+    """storm matrix with its guests replaced: each boot returns copies of
+    the captured runs of EDIT(boot, doc)'s choosing (it edits the run
+    file's document and names the captured set: "base" or "poll"), with
+    the boot's id and series. ([(boot, concurrent_with)], the release.)"""
     made = []
 
     class K:
@@ -520,22 +522,34 @@ def test_matrix_end_to_end(monkeypatch, tmp_path, capsys):
     def fake_run_storm(boot, *, runs, warmup, results,
                        concurrent_with="", extra=(), prefix=""):
         made.append((boot, concurrent_with))
-        assert boot.steps == (matrix.guest.Step("ipistorm", (
-            "numipi=500", "single=1", "wait=1", "cpulist=0", "offset=1",
-            "delay=50")),)
-        key = "poll" if boot.guest.append else "base"
+        key = edit(boot, None)
         files = []
         for i, f in enumerate(sorted(load(key).dir.glob("run-*.json"))):
             doc = json.loads(f.read_text())
+            edit(boot, doc)
             doc["env"]["boot_id"] = boot.name
             doc["run"]["series"] = boot.series
-            out = tmp_path / "res" / boot.label / f"run-{boot.name[-3]}-{i}.json"
+            out = (tmp_path / "res" / boot.label
+                   / f"run-{boot.name[-3]}-{i}.json")
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(doc))
             files.append(out)
         return matrix.guest.BootResult(boot, files, 1.0, concurrent_with)
 
     monkeypatch.setattr(matrix.guest, "run_storm", fake_run_storm)
+    return made, release
+
+
+def test_matrix_end_to_end(monkeypatch, tmp_path, capsys):
+    """Two combinations, two boots each, interleaved; the guests are
+    replaced by copies of the captured runs with boot ids."""
+    def edit(boot, doc):
+        assert boot.steps == (matrix.guest.Step("ipistorm", (
+            "numipi=500", "single=1", "wait=1", "cpulist=0", "offset=1",
+            "delay=50")),)
+        return "poll" if boot.guest.append else "base"
+
+    made, release = fake_guests(monkeypatch, tmp_path, edit)
     rc = matrix.main(["--append", "", "--append", "idle=poll", "--runs", "5",
                       "--boots", "2", "--cpus", "4", "--out", str(tmp_path),
                       "ipistorm", "numipi=500", "single=1", "wait=1",
@@ -689,43 +703,23 @@ def test_matrix_vary_a_parameter(monkeypatch, tmp_path, capsys):
     """--vary handler_ns=0,250: one kernel, two sides that differ in the
     module parameter only; compare takes them (they differ by design)
     and calls what the parameter costs."""
-    made = []
-
-    class K:
-        def __init__(self, release):
-            self.release = release
-
-    release = L["base"]
-    monkeypatch.setattr(matrix.kernels, "resolve", lambda spec: K(release))
-    monkeypatch.setattr(matrix.guest, "build_modules", lambda k: None)
-
-    def fake_run_storm(boot, *, runs, warmup, results,
-                       concurrent_with="", extra=(), prefix=""):
-        made.append(boot)
+    def edit(boot, doc):
         [step] = boot.steps
         params = dict(p.split("=", 1) for p in step.params)
-        files = []
-        for i, f in enumerate(sorted(load("base").dir.glob("run-*.json"))):
-            doc = json.loads(f.read_text())
+        if doc is not None:
             doc["params"] = params
             doc["result"]["param.handler_ns"] = int(params["handler_ns"])
             # the handler's 250 ns on every call, and some boot noise
             slower(doc, (1.5 if params["handler_ns"] == "250" else 1.0)
                    * (1 + 0.01 * (int(boot.name[-3]) % 3)))
-            doc["env"]["boot_id"] = boot.name
-            doc["run"]["series"] = boot.series
-            out = (tmp_path / "res" / boot.label
-                   / f"run-{boot.name[-3]}-{i}.json")
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(doc))
-            files.append(out)
-        return matrix.guest.BootResult(boot, files, 1.0, concurrent_with)
+        return "base"
 
-    monkeypatch.setattr(matrix.guest, "run_storm", fake_run_storm)
+    made_with, release = fake_guests(monkeypatch, tmp_path, edit)
     rc = matrix.main(["--vary", "handler_ns=0,250", "--runs", "5",
                       "--boots", "3", "--out", str(tmp_path),
                       "ipistorm", "numipi=500", "single=1", "wait=1"])
     assert rc == 0
+    made = [b for b, _ in made_with]
     assert {b.label for b in made} == {f"{release}_handler_ns=0",
                                        f"{release}_handler_ns=250"}
     assert {b.steps[0].params for b in made} == {
