@@ -162,3 +162,58 @@ def test_boots_that_happen_to_agree_do_not_hide_a_boots_spread():
     moved = stats.floored_change(base, [222.8, 222.9],
                                  cv=verdict.INSN_BOOT_CV)
     assert moved.p < 0.01 and 1.8 < moved.pct < 2.2, moved
+
+
+def one_boot(rng, levels, nruns=10):
+    """Sets measured in one boot, their runs interleaved (check-insn.sh):
+    they share the boot's offset and slowdown."""
+    offset = 1 + rng.normal(0, BOOT_SD)
+    slow = np.exp(abs(rng.normal(0, 0.3)))
+    labels = [f"S{k}" for k in range(len(levels))]
+    docs = {lab: [] for lab in labels}
+    for i in range(nruns):
+        for lab, level in zip(labels, levels):
+            docs[lab].append(run_doc(rng, level, slow, offset, lab, "boot0",
+                                     i))
+    return [runs.series_from_runs(lab, runs.RESULTS / lab, docs[lab])
+            for lab in labels]
+
+
+def test_one_boot_calls_half_a_percent():
+    """Sets from the same boot carry no boot-to-boot spread between them:
+    +0.5% is called 90% of the time or more at 10 runs a set, and the
+    verdict says the comparison holds for that boot."""
+    rng = np.random.default_rng(10)
+    trials = 100
+    hits = 0
+    for _ in range(trials):
+        cmp = verdict.build(one_boot(rng, (1, 1.005)))
+        hits += all(r.changes[1].significant and
+                    abs(r.changes[1].estimate.pct - 0.5) < 0.25
+                    for r in insn_rows(cmp))
+    assert hits / trials >= 0.9, hits
+    assert any(w.startswith("measured in the baseline's boot: S1;") for w in cmp.warnings)
+
+
+def test_one_boot_aa_false_alarms_at_most_five_percent():
+    rng = np.random.default_rng(11)
+    trials = 200
+    alarms = sum(called(verdict.build(one_boot(rng, (1, 1))))
+                 for _ in range(trials))
+    assert alarms <= at_most(0.05, trials), alarms
+
+
+def test_sets_from_different_boots_keep_the_boots_spread():
+    """The same runs under two boot ids are tested with the boot-to-boot
+    spread added: a 0.3% difference called in one boot is not across
+    two."""
+    rng = np.random.default_rng(12)
+    a, b = one_boot(rng, (1, 1.003), nruns=10)
+    assert verdict.same_boot(a, b)
+    for r in b.runs:
+        r["env"] = dict(r["env"], boot_id="boot1")
+    b = runs.series_from_runs(b.label, b.dir, b.runs)
+    assert not verdict.same_boot(a, b)
+    cmp = verdict.build([a, b])
+    assert not called(cmp), [(r.metric.name, r.changes[1])
+                             for r in insn_rows(cmp)]

@@ -425,9 +425,10 @@ def verdict_line(base: list[float], new: list[float],
     est = stats.boot_change(base, new, log=on_log_scale(state),
                             confidence=state["confidence"])
     if est.testable:
+        size = (f"{est.n_base}+{est.n_new} runs" if by_run(state) else
+                f"{est.n_base}+{est.n_new} boots x {state['runs']} runs")
         change = (f"{est.pct:+.1f}% [{est.lo:+.1f}%, {est.hi:+.1f}%] "
-                  f"(p={est.p:.3g}, {est.n_base}+{est.n_new} boots x "
-                  f"{state['runs']} runs)")
+                  f"(p={est.p:.3g}, {size})")
     else:
         change = f"{est.pct:+.1f}% (too few boots for an interval)"
     return change, est
@@ -504,7 +505,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--good", required=True, help="a revision without the "
                    "change")
     p.add_argument("--bad", required=True, help="a revision with it")
-    matrix.add_guest_options(p, "endpoint, first", runs_=DEFAULT_RUNS)
+    matrix.add_guest_options(p, "endpoint, first", boots=3,
+                             runs_=DEFAULT_RUNS)
     p.add_argument("--max-boots", type=int, default=MAX_BOOTS,
                    help="boots of one commit before the odds as they "
                    f"stand decide (default {MAX_BOOTS})")

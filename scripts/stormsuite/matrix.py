@@ -56,17 +56,29 @@ def unique_labels(labels: list[str]) -> list[str]:
     return out
 
 
+# Boots a side by what the primary metric is (docs/drivers.md, "Why the
+# default design"): instructions per operation, nearly deterministic,
+# need few; time per operation needs 8+8 boots x 5 runs to call a 5%
+# change 90% of the time (resampled real boots, storm simulate).
+BOOTS_COUNTED, BOOTS_TIMED = 3, 8
+
+
 def add_guest_options(p: argparse.ArgumentParser, per: str, *,
-                      boots: int = 3, runs_: int = 5, cpus: int = 4,
-                      timeout: float = 900,
+                      boots: int | None = None, runs_: int = 5,
+                      cpus: int = 4, timeout: float = 900,
                       results: pathlib.Path | None = runs.RESULTS,
                       results_help: str = "$STORM_RESULTS or results/"
                       ) -> None:
     """How many boots and runs, in what guest: shared by matrix, ab,
-    bisect and the seeds (with their own defaults)."""
+    bisect and the seeds (with their own defaults). boots None: by the
+    primary metric (check_guest_options)."""
     p.add_argument("--boots", type=int, default=boots,
                    help=f"guests booted per {per}, the unit of replication "
-                   f"(default {boots})")
+                   + (f"(default {boots})" if boots is not None else
+                      f"(default {BOOTS_COUNTED} where instructions are "
+                      f"counted, the primary metric under TCG; "
+                      f"{BOOTS_TIMED} where time is primary, with "
+                      "--no-insn)"))
     p.add_argument("--runs", type=int, default=runs_,
                    help=f"measured runs per boot (default {runs_})")
     p.add_argument("--warmup", type=int, default=1,
@@ -98,6 +110,8 @@ def check_guest_options(p: argparse.ArgumentParser,
     side (matrix, ab), so --boots 1 is allowed where they are counted."""
     if args.runs < 1 or args.warmup < 0:
         p.error("--runs must be at least 1 and --warmup not negative")
+    if args.boots is None:
+        args.boots = BOOTS_COUNTED if counted(args) else BOOTS_TIMED
     if args.boots < 1 or args.jobs < 1:
         p.error("--boots and --jobs must be at least 1")
     if args.boots < 2 and not (one_boot and getattr(args, "insn", False)):
@@ -109,6 +123,12 @@ def check_guest_options(p: argparse.ArgumentParser,
     for prm in getattr(args, "params", []):
         if "=" not in prm:
             p.error(f"{prm}: parameters are NAME=VALUE")
+
+
+def counted(args: argparse.Namespace) -> bool:
+    """Instructions will be counted: the plugin, in a TCG guest."""
+    return bool(getattr(args, "insn", False)) and \
+        getattr(args, "accel", None) in (None, "tcg")
 
 
 @dataclasses.dataclass(frozen=True)

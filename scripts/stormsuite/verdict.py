@@ -59,6 +59,9 @@ PASS_ON = 0.5                # share a rejected primary row passes to its
 # the host; docs/insn.md). With two boots a side or more boots are the
 # unit; with one boot on a side the runs are, and the test adds the
 # boot-to-boot spread its runs cannot show (INSN_BOOT_CV).
+# Sets measured in one and the same boot (one --vary boot, or series
+# interleaved in one guest) share that boot's level, so their difference
+# carries none of the boot-to-boot spread, and INSN_BOOT_CV is not added.
 INSN_MIN_EFFECT = 0.1
 INSN_BOOT_CV = 0.15
 # What moves the numbers: sets that differ here are not compared unless
@@ -217,8 +220,10 @@ def env_mismatches(sets: list[runs.Series]) -> list[str]:
     return out
 
 
-def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = ()
-                 ) -> list[str]:
+def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = (),
+                 runs_tested: bool = False) -> list[str]:
+    """What the reader must know about the sets. runs_tested: some rows
+    (instructions, one boot a side) are tested with runs as the unit."""
     out = []
     for s in sets:
         for name in ("kernel_release", "boot_args"):
@@ -231,7 +236,10 @@ def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = ()
                        f"of {s.dir}; {len(s.left_out)} older series left "
                        "out (LABEL@ID picks one, --pool takes all)")
         if len(s.boots) < 2:
-            out.append(f"{s.label}: one boot: no test is possible (boots, "
+            what = "only the instruction rows are tested, runs as " \
+                "the unit; for the rest" if runs_tested else \
+                "no test is possible"
+            out.append(f"{s.label}: one boot: {what} (boots, "
                        "not runs, are the unit of replication): storm "
                        "matrix and ab take --boots 3 or more; on a test "
                        "box, reboot and `storm run --series ID` again "
@@ -401,9 +409,12 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
             f"refusing to compare: {uneven}; take as many runs in every "
             "boot (--force compares them anyway)")
     _mark_duplicate_cpu_rows(rows)
-    decide(rows, len(sets), alpha, confidence, floor, min_effect)
+    shared = [same_boot(sets[0], s) for s in sets]
+    decide(rows, len(sets), alpha, confidence, floor, min_effect,
+           same_boot=shared)
     rows.sort(key=lambda r: _order(r.metric))
-    warnings = env_warnings(sets, vary)
+    warnings = env_warnings(sets, vary,
+                            runs_tested=any(r.unit == "run" for r in rows))
     if vary:
         warnings.insert(0, "the sets differ in " + ", ".join(
             f"{k} ({', '.join(str(s.params.get(k, '-')) for s in sets)})"
@@ -411,10 +422,23 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
     if mismatch:
         warnings = [f"compared although {x} (--force)" for x in mismatch] \
             + warnings
+    if any(shared[1:]):
+        warnings.insert(0, "measured in the baseline's boot: "
+                        + ", ".join(s.label for s, x in zip(sets[1:],
+                                                           shared[1:]) if x)
+                        + "; what is called holds for that boot (the "
+                        "boot-to-boot spread is not in the test)")
     if uneven:
         warnings.insert(0, f"compared although {uneven}"
                         + (" (--force)" if testable else ""))
     return Comparison(sets, rows, confidence, floor, min_effect, warnings)
+
+
+def same_boot(base: runs.Series, s: runs.Series) -> bool:
+    """Both sets are the runs of one boot, the same one (env.boot_id)."""
+    ids = [{str(r["env"].get("boot_id") or "") for r in x.runs}
+           for x in (base, s)]
+    return len(ids[0]) == 1 and ids[0] == ids[1] and "" not in ids[0]
 
 
 def _insn_row(m: metrics.Metric, names: list[metrics.Metric],
@@ -481,10 +505,13 @@ def _mark_duplicate_cpu_rows(rows: list[Row]) -> None:
 
 
 def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
-           floor: float, min_effect: float) -> None:
+           floor: float, min_effect: float,
+           same_boot: list[bool] | None = None) -> None:
     """Every candidate against the baseline on every row: the estimates,
     then one graphical multiple test over every tested row of every
-    candidate (module docstring), then the rules."""
+    candidate (module docstring), then the rules. same_boot[i]: candidate
+    i ran in the baseline's one boot."""
+    shared = same_boot or [False] * nsets
     nodes: list[tuple[int, int]] = []          # (row, candidate) tested
     pending: dict[tuple[int, int], tuple[stats.Estimate, str]] = {}
     for i in range(1, nsets):
@@ -498,7 +525,8 @@ def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
                 est = stats.covariate_change(r.values[0], r.ticks[0],
                                              r.values[i], r.ticks[i],
                                              confidence=confidence,
-                                             boot_cv=INSN_BOOT_CV)
+                                             boot_cv=0.0 if shared[i]
+                                             else INSN_BOOT_CV)
             elif r.metric.kind == "insn":
                 # boots as the unit: a few boots whose means happen to
                 # agree do not show a boot's own spread, which is known
