@@ -129,6 +129,11 @@ def metric_shown(state: dict[str, Any]) -> str:
     return "time" if name == "auto" else name
 
 
+def unit(state: dict[str, Any]) -> str:
+    """What one sample of a commit is: a boot, or a run (instructions)."""
+    return "runs" if by_run(state) else "boots"
+
+
 def by_run(state: dict[str, Any]) -> bool:
     """Instructions: every run is a sample (one boot a step), as the
     verdict takes them with one boot a side."""
@@ -326,7 +331,8 @@ def step(state_file: pathlib.Path) -> int:
         record["boots"] += samples
         record["files"] += files
         got = summaries(samples, state)
-        print(f"storm bisect: {short(sha)}: {len(record['boots'])} boots: "
+        print(f"storm bisect: {short(sha)}: {len(record['boots'])} "
+              f"{unit(state)}: "
               f"{describe(summaries(record['boots'], state), state)}",
               file=sys.stderr, flush=True)
         return got
@@ -349,7 +355,7 @@ def step(state_file: pathlib.Path) -> int:
             verdict.decision, EXIT_SKIP)
         if code == EXIT_SKIP:
             record.update(decision="skip", why="ambiguous after "
-                          f"{len(record['boots'])} boots")
+                          f"{len(record['boots'])} {unit(state)}")
         else:
             # the commit's boots join the level it was called
             state["levels"][verdict.decision].append(
@@ -678,8 +684,9 @@ def main(argv: list[str]) -> int:
                f"endpoints: {line}\n"
                f"{len(tested)} bisect steps "
                f"({sum(1 for s in tested if s['decision'] == 'skip')} "
-               f"skipped, {nboots} boots) after the endpoints "
-               f"({len(good_b)}+{len(bad_b)} boots), {elapsed / 60:.1f} min"
+               f"skipped, {nboots} {unit(state)}) after the endpoints "
+               f"({len(good_b)}+{len(bad_b)} {unit(state)}), "
+               f"{elapsed / 60:.1f} min"
                + (f" ({nbuilds} kernel builds {built_s / 60:.1f} min, "
                   f"boots, runs and the rest {(elapsed - built_s) / 60:.1f} "
                   "min)" if nbuilds else "") + "; "
