@@ -33,7 +33,7 @@ def patch_name(patch: pathlib.Path) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", stem).strip("-")[:20] or "patched"
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm ab",
         description="Build a baseline and a patched kernel from one git "
@@ -64,6 +64,11 @@ def main(argv: list[str]) -> int:
     compare.add_stat_options(p)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     matrix.check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)

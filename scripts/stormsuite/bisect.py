@@ -484,7 +484,7 @@ def first_bad_commit(tree: pathlib.Path) -> str | None:
     return None
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm bisect",
         description="Bisect a kernel tree for the commit that changed a "
@@ -531,6 +531,11 @@ def main(argv: list[str]) -> int:
                    help=argparse.SUPPRESS)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     matrix.check_guest_options(p, args)
     if args.max_boots < args.jobs or args.endpoint_max_boots < args.boots:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
@@ -17,6 +18,8 @@ SUBCOMMANDS = {
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
 }
+# the shell subcommands (scripts/storm runs their scripts, not Python)
+SHELL = ("run", "test", "demo")
 # run by git bisect run for storm bisect; not listed in --help
 INTERNAL = {"bisect-step": ("bisect", "", "step_main")}
 
@@ -28,6 +31,28 @@ def usage() -> str:
               f"  {'test':11} run the test suite (what CI runs)",
               f"  {'demo':11} set up, then run a demo storm in a guest"]
     return "\n".join(lines)
+
+
+def parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The argparse parser that `storm WORDS...` parses its arguments
+    with, and those arguments: `kernel build`, `kernel source` and `seed
+    NNN` take two words, the others one. ValueError when WORDS name no
+    Python subcommand (the shell ones: SHELL)."""
+    name = words[0] if words else ""
+    if name not in SUBCOMMANDS:
+        raise ValueError(f"no Python subcommand {name!r}")
+    module = importlib.import_module(f"stormsuite.{SUBCOMMANDS[name][0]}")
+    if name in ("kernel", "seed"):
+        what = words[1] if len(words) > 1 else ""
+        if name == "kernel" and what in ("build", "source"):
+            module = importlib.import_module(
+                "stormsuite." + {"build": "kbuild",
+                                 "source": "linux_source"}[what])
+            return module.parser(), words[2:]
+        if name == "seed" and what in module.SEEDS:
+            return module.parser(what), words[2:]
+        raise ValueError(f"storm {name} {what!r}: no such command")
+    return module.parser(), words[1:]
 
 
 def main(argv: list[str]) -> int:

@@ -441,7 +441,7 @@ def check_stat_options(p: argparse.ArgumentParser,
         p.error("--min-effect must not be negative")
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm compare",
         description="Compare storm result sets, boots as the unit of "
@@ -477,6 +477,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--pool", action="store_true",
                    help="read every series of a directory, not the newest")
     add_stat_options(p, writes=False)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     args.no_write = args.out is None
     check_stat_options(p, args)

@@ -272,7 +272,7 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
     return Built(out=out, release=release, seconds=seconds, revision=revision)
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm kernel build",
         description="Build a guest kernel from a source tree into a separate "
@@ -291,6 +291,11 @@ def main(argv: list[str]) -> int:
                    "does (default -storm)")
     p.add_argument("-j", "--jobs", type=int,
                    help="parallel jobs (default: CPU count)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     if argv and argv[0] == "source":
         from . import linux_source
         return linux_source.main(argv[1:])

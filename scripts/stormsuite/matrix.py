@@ -234,7 +234,7 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
     return status
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm matrix",
         description="Run STORM with the parameters on every combination of "
@@ -270,6 +270,11 @@ def main(argv: list[str]) -> int:
     compare.add_stat_options(p)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)

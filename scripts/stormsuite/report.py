@@ -131,7 +131,7 @@ def mmtests(cmp: verdict.Comparison, show_all: bool = False) -> str:
 STYLES = {"0day": zeroday, "mmtests": mmtests}
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm report",
         description="Print a comparison of result sets (as storm compare "
@@ -147,6 +147,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--pool", action="store_true",
                    help="read every series of a directory, not the newest")
     compare.add_stat_options(p, writes=False)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     compare.check_stat_options(p, args)
     done = []

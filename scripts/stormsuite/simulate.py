@@ -416,7 +416,7 @@ def bisect_accuracy(rng: np.random.Generator, noise: Noise | RealNoise,
     return right / trials, boots / trials
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm simulate",
         description="Measure the verdicts' error rates through the real "
@@ -454,6 +454,11 @@ def main(argv: list[str]) -> int:
                    help="one figure only (detectable: the smallest change "
                    "called 90%% of the time, --model only, not run by "
                    "default)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     if args.trials < 1 or args.boots < 1 or args.runs < 1:
         p.error("--trials, --boots and --runs must be positive")

@@ -37,6 +37,16 @@ def listing() -> str:
     return "\n".join(lines)
 
 
+def parser(nnn: str) -> argparse.ArgumentParser:
+    seed = load(nnn)
+    p = argparse.ArgumentParser(prog=f"storm seed {nnn}",
+                                description=seed.__doc__,
+                                formatter_class=argparse.
+                                RawDescriptionHelpFormatter)
+    seed.add_arguments(p)
+    return p
+
+
 def main(argv: list[str]) -> int:
     usage = ("usage: storm seed NNN [--help] [options]\n\n"
              "Reproduce a seed's measurement: build its kernels from "
@@ -51,10 +61,7 @@ def main(argv: list[str]) -> int:
         return 2
     seed = load(nnn)
     who = f"storm seed {nnn}"
-    p = argparse.ArgumentParser(prog=who, description=seed.__doc__,
-                                formatter_class=argparse.
-                                RawDescriptionHelpFormatter)
-    seed.add_arguments(p)
+    p = parser(nnn)
     args = p.parse_args(argv[1:])
     args.params = []
     from .. import matrix
