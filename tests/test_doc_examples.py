@@ -218,7 +218,7 @@ def test_example_runs(example, tmp_path):
     if words[0] == "simulate" and "--trials" not in words:
         # the example's figure with fewer trials: what it runs, not what
         # it estimates, is checked here
-        words += ["--trials", "20"]
+        words += ["--trials", "5"]
     env = dict(os.environ, STORM_RESULTS=str(tmp_path / "results"),
                MPLBACKEND="Agg")
     proc = subprocess.run([str(STORM), *words], cwd=REPO, env=env,
