@@ -268,3 +268,27 @@ def test_help(words):
     assert "%%" not in text and "%(" not in text
     # the results default is spelled as the command will use it
     assert "NNN" not in text
+
+
+@pytest.mark.parametrize("words", [
+    *([w] for w in cli.SUBCOMMANDS if w not in ("kernel", "seed")),
+    ["kernel", "build"], ["kernel", "source"],
+    *(["seed", n] for n in seeds.SEEDS)], ids=" ".join)
+def test_help_states_the_defaults_used(words):
+    # a number a help text gives as the default is the one the parser
+    # uses (storm bisect --help once said --runs 5 and used 10)
+    p = cli.parser(words)[0]
+    stated = 0
+    for action in p._actions:
+        if not action.help or action.help == argparse.SUPPRESS or \
+                isinstance(action.default, bool) or \
+                not isinstance(action.default, (int, float)):
+            continue
+        text = p._get_formatter()._expand_help(action)
+        m = re.search(r"\(default:? ([^)\s,;:]+)", text)
+        if m:
+            stated += 1
+            assert m.group(1).rstrip("%") in (
+                f"{action.default:g}", str(action.default)), \
+                (action.option_strings, m.group(1), action.default)
+    assert stated or words[0] in ("show", "report", "compare", "kernel")
