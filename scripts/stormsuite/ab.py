@@ -24,7 +24,7 @@ import sys
 import time
 
 from . import compare, kbuild, matrix, source
-from .kbuild import git
+from .git import git
 
 
 def patch_name(patch: pathlib.Path) -> str:

@@ -46,7 +46,7 @@ import numpy as np
 
 from . import (classify, compare, guest, kbuild, matrix, metrics, runs,
                source, stats)
-from .kbuild import git
+from .git import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
 EXIT_ABORT = 128            # git bisect run stops on this

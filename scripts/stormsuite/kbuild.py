@@ -27,6 +27,7 @@ import sys
 import time
 
 from . import REPO
+from .git import git
 
 GUEST_CONFIG = REPO / "configs" / "guest.config"
 BUILD_ROOT = REPO / "build" / "kernel"
@@ -61,15 +62,6 @@ def tree_key(tree: pathlib.Path) -> str:
 
 def default_out(tree: pathlib.Path, suffix: str = "") -> pathlib.Path:
     return BUILD_ROOT / (tree_key(tree) + (f"-{suffix}" if suffix else ""))
-
-
-def git(tree: pathlib.Path, *args: str, check: bool = True) -> str:
-    """git -C tree ARGS: its output; RuntimeError with git's message."""
-    res = subprocess.run(["git", "-C", str(tree), *args], text=True,
-                         stdin=subprocess.DEVNULL, capture_output=True)
-    if check and res.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {res.stderr.strip()}")
-    return res.stdout.strip()
 
 
 def git_revision(tree: pathlib.Path) -> str:
@@ -296,18 +288,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     p = parser()
-    if argv and argv[0] == "source":
-        from . import linux_source
-        return linux_source.main(argv[1:])
-    if not argv or argv[0] != "build":
-        if argv and argv[0] in ("-h", "--help"):
-            p.print_help()
-            print("\nalso: storm kernel source [DIR]: Debian's "
-                  "linux-source-6.1 as a git tree (--help for more)")
-            return 0
-        p.error("usage: storm kernel build TREE [options] | "
-                "storm kernel source [DIR]")
-    args = p.parse_args(argv[1:])
+    args = p.parse_args(argv)
     for frag in args.config:
         if not frag.is_file():
             p.error(f"{frag}: no such config fragment")

@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 from . import REPO
-from .kbuild import git
+from .git import git
 
 TREE = REPO / "build" / "linux-source-6.1"
 TAG = "storm-linux-source"
