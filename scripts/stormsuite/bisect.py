@@ -45,7 +45,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import (classify, compare, guest, kbuild, matrix, metrics, runs,
-               source, stats)
+               source, stats, verdict)
 from .git import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
@@ -465,8 +465,8 @@ def confirm(state: dict[str, Any], tree: pathlib.Path, first_bad: str,
                                   f"bad-{short(first_bad)}")]]
         for group in compare.pair(sides):
             try:
-                cmp = compare.build(group, confidence=state["confidence"])
-            except compare.CompareError as e:
+                cmp = verdict.build(group, confidence=state["confidence"])
+            except verdict.CompareError as e:
                 report += f"(no table: {e})\n"
                 continue
             table = compare.render(cmp)

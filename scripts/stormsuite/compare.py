@@ -24,11 +24,6 @@ from typing import Any
 from . import metrics, runs, stats, verdict
 
 SCHEMA = 2
-FLOOR = verdict.FLOOR
-CompareError = verdict.CompareError
-Comparison = verdict.Comparison
-Row = verdict.Row
-build = verdict.build
 EXIT_REGRESSION = 1         # --fail-above: a primary metric got worse
 
 
@@ -91,7 +86,7 @@ def fmt_primary_value(x: float, m: metrics.Metric) -> str:
     return "-" if math.isnan(x) else f"{x:.4g}"
 
 
-def verdict_lines(cmp: Comparison) -> list[str]:
+def verdict_lines(cmp: verdict.Comparison) -> list[str]:
     """benchstat-style lines for the primary metrics: baseline centre ±
     spread, candidate centre ± spread, the change [95% CI] or ~, and
     (p=..., boots x runs). Centre: the mean of the per-boot summaries;
@@ -141,7 +136,7 @@ SUMMARY_TEXT = {"min": "the fastest of its runs", "median": "the median "
                 "of its runs", "mean": "the mean of its runs"}
 
 
-def noise_lines(cmp: Comparison) -> list[str]:
+def noise_lines(cmp: verdict.Comparison) -> list[str]:
     """Per time per operation: the CV of the per-boot numbers the test
     compares, split into what a boot's own runs make of it and what the
     boots add (stats.noise), and the CV of single runs inside a boot."""
@@ -161,7 +156,7 @@ def noise_lines(cmp: Comparison) -> list[str]:
     return out
 
 
-def render(cmp: Comparison, show_all: bool = False) -> str:
+def render(cmp: verdict.Comparison, show_all: bool = False) -> str:
     rows = [r for r in cmp.rows if r.shown or show_all]
     namew = max([len(r.metric.name) for r in rows] + [20])
     cells: list[list[str]] = []
@@ -240,7 +235,7 @@ ENV_JSON = ("kernel_release", "cmdline", "idle", "cpu_count", "cpu_model",
             "kernel_commit")
 
 
-def to_json(cmp: Comparison) -> dict[str, Any]:
+def to_json(cmp: verdict.Comparison) -> dict[str, Any]:
     labels = [s.label for s in cmp.sets]
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -319,7 +314,7 @@ def pair(sides: list[list[runs.Series]]) -> list[list[runs.Series]]:
     keys = [{x.key: x for x in side} for side in sides]
     common = [k for k in keys[0] if all(k in other for other in keys[1:])]
     if not common:
-        raise CompareError(
+        raise verdict.CompareError(
             "refusing to compare: no storm with the same parameters in "
             "every result set:\n" + "\n".join(
                 f"  {side[0].label}: " + "; ".join(x.what for x in side)
@@ -327,7 +322,8 @@ def pair(sides: list[list[runs.Series]]) -> list[list[runs.Series]]:
     return [[k[key] for k in keys] for key in common]
 
 
-def write_outputs(cmp: Comparison, table: str, out: pathlib.Path | None,
+def write_outputs(cmp: verdict.Comparison, table: str,
+                  out: pathlib.Path | None,
                   plot: bool = True) -> list[pathlib.Path]:
     """The table, JSON and PNG, next to the candidate's runs (or in out).
     Named after the series compared; an existing comparison is never
@@ -366,12 +362,13 @@ def write_outputs(cmp: Comparison, table: str, out: pathlib.Path | None,
 
 
 def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
-            out: pathlib.Path | None = None) -> list[Comparison]:
+            out: pathlib.Path | None = None) -> list[verdict.Comparison]:
     done = []
     for group in pair(sides):
-        cmp = build(group, confidence=args.confidence, floor=args.floor,
-                    min_effect=args.min_effect, force=args.force,
-                    vary=getattr(args, "vary_params", ()))
+        cmp = verdict.build(group, confidence=args.confidence,
+                            floor=args.floor, min_effect=args.min_effect,
+                            force=args.force,
+                            vary=getattr(args, "vary_params", ()))
         table = render(cmp, show_all=args.all)
         print(table)
         if not args.no_write:
@@ -381,7 +378,8 @@ def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
     return done
 
 
-def exit_status(done: list[Comparison], fail_above: float | None) -> int:
+def exit_status(done: list[verdict.Comparison],
+                fail_above: float | None) -> int:
     """EXIT_REGRESSION when --fail-above is given and a primary metric got
     significantly worse by more than it (for CI gates), else 0."""
     if fail_above is None:
@@ -404,9 +402,9 @@ def add_stat_options(p: argparse.ArgumentParser, writes: bool = True
                    metavar="PCT",
                    help="changes smaller than this are never a change "
                    f"(default {verdict.MIN_EFFECT:g}%%)")
-    p.add_argument("--floor", type=float, default=FLOOR,
+    p.add_argument("--floor", type=float, default=verdict.FLOOR,
                    help="interrupt counts whose means are all below this "
-                   f"are not changes (default {FLOOR:g})")
+                   f"are not changes (default {verdict.FLOOR:g})")
     p.add_argument("--fail-above", type=float, metavar="PCT",
                    help=f"exit {EXIT_REGRESSION} when a primary metric "
                    "(time, IPIs or instructions per operation) got "
@@ -489,7 +487,7 @@ def main(argv: list[str]) -> int:
         sides = [runs.resolve(s, args.results, pool=args.pool)
                  for s in [args.baseline] + args.candidates]
         done = compare(sides, args, args.out)
-    except (runs.RunError, CompareError) as e:
+    except (runs.RunError, verdict.CompareError) as e:
         print(f"storm compare: {e}", file=sys.stderr)
         return 2
     return exit_status(done, args.fail_above)

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from . import compare, guest, kernels, runs
+from . import compare, guest, kernels, runs, verdict
 
 
 def label_for(release: str, append: str, vary: str = "") -> str:
@@ -221,7 +221,7 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
         try:
             done = compare.compare([[s] for s in sets], args, args.out)
             status = compare.exit_status(done, args.fail_above)
-        except (runs.RunError, compare.CompareError) as e:
+        except (runs.RunError, verdict.CompareError) as e:
             print(f"{who}: {e}", file=sys.stderr)
             status = 2
     total = time.monotonic() - started + build_seconds

@@ -70,11 +70,11 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         print(f"{who}: {seed.plan(args)}")
         return 0
-    from .. import compare, guest, kbuild, linux_source, source
+    from .. import guest, kbuild, linux_source, source, verdict
     try:
         return seed.run(args, who)
     except (guest.GuestError, kbuild.BuildError, source.SourceError,
-            linux_source.SourceTreeError, compare.CompareError) as e:
+            linux_source.SourceTreeError, verdict.CompareError) as e:
         # the run files written so far stay under results/seeds/
         print(f"{who}: {e}", file=sys.stderr)
         return 1
