@@ -63,7 +63,6 @@ def main(argv: list[str]) -> int:
     who = f"storm seed {nnn}"
     p = parser(nnn)
     args = p.parse_args(argv[1:])
-    args.params = []
     from .. import matrix
     matrix.check_guest_options(p, args)
     seed.check(p, args)

@@ -49,8 +49,7 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not got or any(n < 2 or n > 255 for n in got):
         p.error("--sizes: every size between 2 (a broadcast needs a "
                 "target) and 255 vCPUs")
-    if args.numipi < 1:
-        p.error("--numipi must be at least 1")
+    common.at_least(p, args, numipi=1)
     args.kernel = args.kernel or KERNELS
     for spec in args.kernel:
         try:
@@ -122,26 +121,30 @@ def run(args: argparse.Namespace, who: str) -> int:
     results = common.results_dir(args, "003")
     clock = common.Clock()
     cells = []
+    measured = []
     for cpus in sizes(args):
         sides = [matrix.Side(spec, "", label(spec, cpus), cpus)
                  for spec in args.kernel]
         common.say(who, f"{cpus} vCPUs: {', '.join(args.kernel)}")
         sets = common.measure(sides, args, "ipistorm", params(args), results)
         cells += [cell(spec, cpus, s) for spec, s in zip(args.kernel, sets)]
+        measured += sets
         clock.lap(f"{cpus} vCPUs")
-    path = common.finish(who, "003", results, answer(args, cells), clock, {
+    accel = common.accel(measured)
+    path = common.finish(who, "003", results, answer(args, cells, accel),
+                         clock, {
         "params": params(args),
         "cells": [dataclasses.asdict(c) for c in cells]})
-    png = plot(cells, path.with_suffix(".png"), args.accel)
+    png = plot(cells, path.with_suffix(".png"), accel)
     print(f"{who}: wrote {png}")
     return 0
 
 
-def answer(args: argparse.Namespace, cells: list[Cell]) -> str:
+def answer(args: argparse.Namespace, cells: list[Cell], accel: str) -> str:
     lines = [f"seed 003: broadcast (smp_call_function_many from CPU 0 to "
              f"all others, wait=1), ipistorm {' '.join(params(args))}",
              f"  ({args.boots} boots x {args.runs} runs per kernel and size, "
-             f"{args.accel}; times per broadcast)", "",
+             f"{accel}; times per broadcast)", "",
              f"  {'kernel':10} {'vCPUs':>5} {'mean':>10} {'(boot CV)':>10} "
              f"{'p99':>10} {'max':>10} {'broadcasts':>11} {'uptime':>8}"]
     for c in cells:
