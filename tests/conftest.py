@@ -275,6 +275,21 @@ def assert_clean(log: str) -> None:
     assert not bad, "kernel problems in dmesg:\n" + "\n".join(bad)
 
 
+def assert_refused(case: Case, reason: str,
+                   errno: str = "Invalid parameters") -> None:
+    """A load the module refused before its storm: insmod failed with
+    ERRNO, the kernel log gives REASON, there is no result file, no storm
+    ended ("End of test") and the log is clean. What a storm's own checks
+    add (one log line, nothing started) stays with its tests."""
+    assert case.rc != 0
+    assert "could not insert module" in case.stderr, case.stderr
+    assert errno in case.stderr, case.stderr
+    assert reason in case.dmesg, case.dmesg
+    assert not case.has_result
+    assert "End of test" not in case.dmesg
+    assert_clean(case.dmesg)
+
+
 def assert_histogram(hist: result.Histogram) -> None:
     """What a storm reports beside a histogram's buckets agrees with them:
     the count is their sum, min_ns lies in the lowest non-empty bucket and
