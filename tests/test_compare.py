@@ -57,12 +57,28 @@ def booted(key: str) -> runs.Series:
     return s
 
 
-def opts(**kw) -> compare.argparse.Namespace:
-    base = dict(confidence=0.95, floor=verdict.FLOOR, min_effect=1.0,
-                fail_above=None, force=False,
-                all=False, no_plot=False, no_write=False)
-    base.update(kw)
-    return compare.argparse.Namespace(**base)
+def test_compare_computes_and_show_prints_and_writes(capsys, tmp_path):
+    # compare.compare is the computation alone: its callers (compare,
+    # matrix, report, the seeds) print and write with show, or not at all
+    results = compare.compare([[booted("base")], [booted("poll")]],
+                              compare.Settings(show_all=True))
+    assert capsys.readouterr() == ("", "")
+    [r] = results
+    assert r.table == compare.render(r.comparison, show_all=True)
+    compare.show(results, tmp_path, write=False)
+    assert capsys.readouterr().out == r.table + "\n"
+    assert not list(tmp_path.iterdir())
+    compare.show(results, tmp_path, write=True, plot=False)
+    written = sorted(p.suffix for p in tmp_path.iterdir())
+    assert written == [".json", ".txt"]
+    assert "wrote " in capsys.readouterr().err
+
+
+def test_settings_of_a_command_line():
+    p = compare.parser()
+    args = p.parse_args(["a", "b", "--confidence", "0.9", "--all"])
+    assert compare.Settings.of(args) == compare.Settings(
+        confidence=0.9, show_all=True)
 
 
 def test_series_load():

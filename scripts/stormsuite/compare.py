@@ -15,6 +15,7 @@ comparison as JSON, with the lkp-tests stat names, and a plot (plot.py).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import pathlib
@@ -361,21 +362,56 @@ def write_outputs(cmp: verdict.Comparison, table: str,
     return written
 
 
-def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
-            out: pathlib.Path | None = None) -> list[verdict.Comparison]:
-    done = []
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the verdict is asked (add_stat_options' options): from a
+    command line with of(), or as a caller without one sets it."""
+    confidence: float = 0.95
+    floor: float = verdict.FLOOR
+    min_effect: float = verdict.MIN_EFFECT
+    force: bool = False
+    show_all: bool = False              # --all: every row in the table
+    vary: tuple[str, ...] = ()          # parameters the sets differ in
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Settings:
+        return cls(confidence=args.confidence, floor=args.floor,
+                   min_effect=args.min_effect, force=args.force,
+                   show_all=args.all,
+                   vary=tuple(getattr(args, "vary_params", ())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """One comparison (a storm and its parameters on every side): the
+    verdict's model and the table compare prints for it."""
+    comparison: verdict.Comparison
+    table: str
+
+
+def compare(sides: list[list[runs.Series]],
+            settings: Settings = Settings()) -> list[Result]:
+    """The comparisons of the sides (pair's groups), computed: nothing is
+    printed or written (show does that)."""
+    out = []
     for group in pair(sides):
-        cmp = verdict.build(group, confidence=args.confidence,
-                            floor=args.floor, min_effect=args.min_effect,
-                            force=args.force,
-                            vary=getattr(args, "vary_params", ()))
-        table = render(cmp, show_all=args.all)
-        print(table)
-        if not args.no_write:
-            for f in write_outputs(cmp, table, out, plot=not args.no_plot):
+        cmp = verdict.build(group, confidence=settings.confidence,
+                            floor=settings.floor,
+                            min_effect=settings.min_effect,
+                            force=settings.force, vary=settings.vary)
+        out.append(Result(cmp, render(cmp, show_all=settings.show_all)))
+    return out
+
+
+def show(results: list[Result], out: pathlib.Path | None, *, write: bool,
+         plot: bool = True) -> None:
+    """Print each comparison's table and, when asked, write its files
+    (write_outputs), saying where."""
+    for r in results:
+        print(r.table)
+        if write:
+            for f in write_outputs(r.comparison, r.table, out, plot=plot):
                 print(f"wrote {f}", file=sys.stderr)
-        done.append(cmp)
-    return done
 
 
 def exit_status(done: list[verdict.Comparison],
@@ -418,17 +454,6 @@ def add_stat_options(p: argparse.ArgumentParser, writes: bool = True
     if writes:
         p.add_argument("--no-write", action="store_true",
                        help="print the table only; write no files")
-
-
-def stat_defaults(**over: Any) -> argparse.Namespace:
-    """The statistics options at their defaults (for callers that build
-    comparisons without a command line), with some set otherwise."""
-    p = argparse.ArgumentParser()
-    add_stat_options(p)
-    args = p.parse_args([])
-    for k, v in over.items():
-        setattr(args, k, v)
-    return args
 
 
 def check_stat_options(p: argparse.ArgumentParser,
@@ -481,13 +506,15 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
-    args.no_write = args.out is None
     check_stat_options(p, args)
     try:
         sides = [runs.resolve(s, args.results, pool=args.pool)
                  for s in [args.baseline] + args.candidates]
-        done = compare(sides, args, args.out)
+        results = compare(sides, Settings.of(args))
     except (runs.RunError, verdict.CompareError) as e:
         print(f"storm compare: {e}", file=sys.stderr)
         return 2
-    return exit_status(done, args.fail_above)
+    # results/ holds runs: a comparison is written where it was asked for
+    show(results, args.out, write=args.out is not None,
+         plot=not args.no_plot)
+    return exit_status([r.comparison for r in results], args.fail_above)

@@ -219,8 +219,12 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
     t0 = time.monotonic()
     if len(sets) > 1:
         try:
-            done = compare.compare([[s] for s in sets], args, args.out)
-            status = compare.exit_status(done, args.fail_above)
+            results = compare.compare([[s] for s in sets],
+                                      compare.Settings.of(args))
+            compare.show(results, args.out, write=not args.no_write,
+                         plot=not args.no_plot)
+            status = compare.exit_status([r.comparison for r in results],
+                                         args.fail_above)
         except (runs.RunError, verdict.CompareError) as e:
             print(f"{who}: {e}", file=sys.stderr)
             status = 2

@@ -154,18 +154,15 @@ def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
     compare.check_stat_options(p, args)
-    done = []
     try:
         sets = [runs.resolve(s, args.results, pool=args.pool)
                 for s in [args.baseline] + args.candidates]
-        for group in compare.pair(sets):
-            cmp = verdict.build(group, confidence=args.confidence,
-                                floor=args.floor, min_effect=args.min_effect,
-                                force=args.force)
-            # --all: every row, not only the primary and marked ones
-            print(STYLES[args.style](cmp, args.all))
-            done.append(cmp)
+        done = [r.comparison for r in
+                compare.compare(sets, compare.Settings.of(args))]
     except (runs.RunError, verdict.CompareError) as e:
         print(f"storm report: {e}", file=sys.stderr)
         return 2
+    for cmp in done:
+        # --all: every row, not only the primary and marked ones
+        print(STYLES[args.style](cmp, args.all))
     return compare.exit_status(done, args.fail_above)

@@ -147,14 +147,13 @@ def accel_of(docs: list[dict[str, Any]]) -> str:
     return "accel " + "/".join(seen)
 
 
-def compare_two(base: runs.Series, cand: runs.Series,
-                **stat: Any) -> dict[str, Any]:
+def compare_two(base: runs.Series, cand: runs.Series) -> dict[str, Any]:
     """storm compare of two series: its table printed, its files written
     next to the candidate's runs (compare-vs-<base label>.*); the
     comparison as JSON."""
-    done = compare.compare([[base], [cand]], compare.stat_defaults(**stat),
-                           None)
-    return compare.to_json(done[0])
+    results = compare.compare([[base], [cand]])
+    compare.show(results, None, write=True)
+    return compare.to_json(results[0].comparison)
 
 
 def mean(doc: dict[str, Any], metric: str, label: str) -> float:
