@@ -37,6 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="broadcasts per run (default 2000)")
 
 
+def kernel_specs(args: argparse.Namespace) -> list[str]:
+    """--kernel as given, or the default two (append's default list
+    would be appended to, not replaced)."""
+    return args.kernel or KERNELS
+
+
 def sizes(args: argparse.Namespace) -> list[int]:
     return [int(x) for x in args.sizes.split(",") if x.strip()]
 
@@ -50,8 +56,7 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--sizes: every size between 2 (a broadcast needs a "
                 "target) and 255 vCPUs")
     common.at_least(p, args, numipi=1)
-    args.kernel = args.kernel or KERNELS
-    for spec in args.kernel:
+    for spec in kernel_specs(args):
         try:
             kernels.resolve(spec)
         except kernels.KernelNotFound as e:
@@ -63,7 +68,7 @@ def params(args: argparse.Namespace) -> list[str]:
 
 
 def plan(args: argparse.Namespace) -> str:
-    return (f"kernels {', '.join(args.kernel)} x guests of "
+    return (f"kernels {', '.join(kernel_specs(args))} x guests of "
             f"{', '.join(map(str, sizes(args)))} vCPUs, {args.boots} boots "
             f"each, {args.warmup} warm-up + {args.runs} runs of ipistorm "
             f"{' '.join(params(args))}; nothing to build")
@@ -122,12 +127,13 @@ def run(args: argparse.Namespace, who: str) -> int:
     clock = common.Clock()
     cells = []
     measured = []
+    specs = kernel_specs(args)
     for cpus in sizes(args):
         sides = [matrix.Side(spec, "", label(spec, cpus), cpus)
-                 for spec in args.kernel]
-        common.say(who, f"{cpus} vCPUs: {', '.join(args.kernel)}")
+                 for spec in specs]
+        common.say(who, f"{cpus} vCPUs: {', '.join(specs)}")
         sets = common.measure(sides, args, "ipistorm", params(args), results)
-        cells += [cell(spec, cpus, s) for spec, s in zip(args.kernel, sets)]
+        cells += [cell(spec, cpus, s) for spec, s in zip(specs, sets)]
         measured += sets
         clock.lap(f"{cpus} vCPUs")
     accel = common.accel(measured)
