@@ -23,7 +23,7 @@ import re
 import sys
 import time
 
-from . import compare, kbuild, matrix, source
+from . import compare, kbuild, matrix, options, source
 from .git import git
 
 
@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=pathlib.Path,
                    help="write the comparison here (default: the patched "
                    "kernel's series directory)")
-    matrix.add_guest_options(p, "kernel")
+    options.add_guest_options(p, "kernel")
     compare.add_stat_options(p)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
@@ -70,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
-    matrix.check_guest_options(p, args, one_boot=True)
+    options.check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)
     if args.patch and not args.patch.is_file():
         p.error(f"{args.patch}: no such patch file")

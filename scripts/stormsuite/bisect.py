@@ -44,8 +44,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import (classify, compare, guest, kbuild, matrix, metrics, runs,
-               source, stats, verdict)
+from . import (classify, compare, guest, kbuild, matrix, metrics, options,
+               runs, source, stats, verdict)
 from .git import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
@@ -504,7 +504,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--good", required=True, help="a revision without the "
                    "change")
     p.add_argument("--bad", required=True, help="a revision with it")
-    matrix.add_guest_options(p, "endpoint, first", runs_=DEFAULT_RUNS)
+    options.add_guest_options(p, "endpoint, first", runs_=DEFAULT_RUNS)
     p.add_argument("--max-boots", type=int, default=MAX_BOOTS,
                    help="boots of one commit before the odds as they "
                    f"stand decide (default {MAX_BOOTS})")
@@ -540,7 +540,7 @@ class Refused(ValueError):
 
 def check_options(p: argparse.ArgumentParser,
                   args: argparse.Namespace) -> None:
-    matrix.check_guest_options(p, args)
+    options.check_guest_options(p, args)
     if args.max_boots < args.jobs or args.endpoint_max_boots < args.boots:
         p.error("--max-boots must be at least --jobs, and "
                 "--endpoint-max-boots at least --boots")

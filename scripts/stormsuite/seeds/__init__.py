@@ -63,8 +63,8 @@ def main(argv: list[str]) -> int:
     who = f"storm seed {nnn}"
     p = parser(nnn)
     args = p.parse_args(argv[1:])
-    from .. import matrix
-    matrix.check_guest_options(p, args)
+    from .. import options
+    options.check_guest_options(p, args)
     seed.check(p, args)
     if args.dry_run:
         print(f"{who}: {seed.plan(args)}")

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Iterator
 
-from .. import REPO, compare, linux_source, matrix, runs, source
+from .. import REPO, compare, linux_source, matrix, options, runs, source
 
 RESULTS = runs.RESULTS / "seeds"
 PATCHES = REPO / "patches"
@@ -118,7 +118,7 @@ def build(kernels: list[Kernel], who: str) -> dict[str, pathlib.Path]:
 
 def add_guest_options(p: argparse.ArgumentParser, *, cpus: int, boots: int,
                       runs_: int, timeout: float = 1800) -> None:
-    matrix.add_guest_options(
+    options.add_guest_options(
         p, "kernel and boot arguments", boots=boots, runs_=runs_, cpus=cpus,
         timeout=timeout, results=None,
         results_help="seeds/<the seed's number> in $STORM_RESULTS or results/")
