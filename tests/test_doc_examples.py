@@ -296,3 +296,31 @@ def test_help_states_the_defaults_used(words):
                 f"{action.default:g}", str(action.default)), \
                 (action.option_strings, m.group(1), action.default)
     assert stated or words[0] in ("show", "report", "compare", "kernel")
+
+
+def help_examples() -> list[tuple[str, list[str]]]:
+    """The example commands of the Python subcommands' help (their
+    epilogs, `;`-separated) and of storm run's usage text."""
+    texts = []
+    for name in cli.SUBCOMMANDS:
+        if name not in ("kernel", "seed"):
+            texts.append((name, cli.parser([name])[0].epilog or ""))
+    run_usage = subprocess.run([str(STORM), "run", "--help"],
+                               capture_output=True, text=True).stdout
+    texts.append(("run", run_usage.partition("examples:")[2]))
+    out = []
+    for name, text in texts:
+        for m in re.finditer(r"(?:scripts/)?storm [a-z]+[^;\n]*", text):
+            words = m.group(0).split()[1:]
+            if words[0] in SUBCOMMANDS:
+                out.append((name, words))
+    return out
+
+
+def test_help_examples_are_commands():
+    found = help_examples()
+    # compare, matrix, ab, bisect and storm run give examples
+    assert {n for n, _ in found} >= {"compare", "matrix", "ab", "bisect",
+                                     "run"}
+    bad = {" ".join(w): check(w) for _, w in found if check(w)}
+    assert not bad
