@@ -19,6 +19,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from stormsuite import dmesg, interrupts, result  # noqa: E402
+from stormsuite.guest import Guest, vm_command  # noqa: E402
 
 # The kernels every guest test runs on: Debian's two, or others named in
 # STORM_TEST_KERNELS (tests/e2e/debug-kernel runs the guest tests on a
@@ -124,17 +125,13 @@ NO_INSN_GROUP = "possible"
 
 def _vm_cmd(kernel: str, append: str, group: str, cpus: int,
             out: pathlib.Path, checks: list[str]) -> list[str]:
-    cmd = [str(REPO / "scripts" / "storm"), "vm", "--kernel", kernel,
-           "--cpus", str(cpus), "--timeout", str(GUEST_TIMEOUT),
-           "--rwdir", str(out)]
-    if append:
-        cmd += ["--append", append]
-    if group == "numa":
-        cmd += ["--numa", str(NUMA_NODES)]
-    if group == NO_INSN_GROUP:
-        cmd.append("--no-insn")
-    return cmd + ["--", "sh", "tests/guest/run-all.sh", str(out), group,
-                  *checks]
+    """storm vm running a group's check scripts, as the drivers start
+    their guests (guest.vm_command)."""
+    g = Guest(kernel, append, cpus, timeout=GUEST_TIMEOUT,
+              numa=NUMA_NODES if group == "numa" else 1,
+              insn=group != NO_INSN_GROUP)
+    return vm_command(g, ["sh", "tests/guest/run-all.sh", str(out), group,
+                          *checks], rwdirs=[out])
 
 
 def split_checks(second: list[str]) -> tuple[list[str], list[str]]:
@@ -273,6 +270,21 @@ def guest(request) -> GuestRun:
 def assert_clean(log: str) -> None:
     bad = dmesg.problems(log)
     assert not bad, "kernel problems in dmesg:\n" + "\n".join(bad)
+
+
+def assert_refused(case: Case, reason: str,
+                   errno: str = "Invalid parameters") -> None:
+    """A load the module refused before its storm: insmod failed with
+    ERRNO, the kernel log gives REASON, there is no result file, no storm
+    ended ("End of test") and the log is clean. What a storm's own checks
+    add (one log line, nothing started) stays with its tests."""
+    assert case.rc != 0
+    assert "could not insert module" in case.stderr, case.stderr
+    assert errno in case.stderr, case.stderr
+    assert reason in case.dmesg, case.dmesg
+    assert not case.has_result
+    assert "End of test" not in case.dmesg
+    assert_clean(case.dmesg)
 
 
 def assert_histogram(hist: result.Histogram) -> None:

@@ -19,7 +19,8 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from stormsuite import compare, matrix, metrics, result, runs, stats
+from stormsuite import (compare, matrix, metrics, result, runs, stats,
+                        verdict)
 
 RUNS = pathlib.Path(__file__).parent / "data" / "runs"
 TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
@@ -56,12 +57,28 @@ def booted(key: str) -> runs.Series:
     return s
 
 
-def opts(**kw) -> compare.argparse.Namespace:
-    base = dict(confidence=0.95, floor=compare.FLOOR, min_effect=1.0,
-                fail_above=None, force=False,
-                all=False, no_plot=False, no_write=False)
-    base.update(kw)
-    return compare.argparse.Namespace(**base)
+def test_compare_computes_and_show_prints_and_writes(capsys, tmp_path):
+    # compare.compare is the computation alone: its callers (compare,
+    # matrix, report, the seeds) print and write with show, or not at all
+    results = compare.compare([[booted("base")], [booted("poll")]],
+                              compare.Settings(show_all=True))
+    assert capsys.readouterr() == ("", "")
+    [r] = results
+    assert r.table == compare.render(r.comparison, show_all=True)
+    compare.show(results, tmp_path, write=False)
+    assert capsys.readouterr().out == r.table + "\n"
+    assert not list(tmp_path.iterdir())
+    compare.show(results, tmp_path, write=True, plot=False)
+    written = sorted(p.suffix for p in tmp_path.iterdir())
+    assert written == [".json", ".txt"]
+    assert "wrote " in capsys.readouterr().err
+
+
+def test_settings_of_a_command_line():
+    p = compare.parser()
+    args = p.parse_args(["a", "b", "--confidence", "0.9", "--all"])
+    assert compare.Settings.of(args) == compare.Settings(
+        confidence=0.9, show_all=True)
 
 
 def test_series_load():
@@ -152,7 +169,7 @@ def test_sent_rows_next_to_received():
 
 
 def test_means_match_the_samples():
-    cmp = compare.build([load("base"), load("poll")])
+    cmp = verdict.build([load("base"), load("poll")])
     rows = {r.metric.name: r for r in cmp.rows}
     rt = rows["ipistorm.runtime_ns"]
     samples = [r["result"]["runtime_ns"] for r in load("base").runs]
@@ -167,7 +184,7 @@ def test_means_match_the_samples():
 
 
 def test_idle_poll_drops_the_target_cal_significantly():
-    cmp = compare.build([booted("base"), booted("poll")])
+    cmp = verdict.build([booted("base"), booted("poll")])
     rows = {r.metric.name: r for r in cmp.rows}
     # the primary count carries the verdict; the module's own row and
     # /proc's per-CPU row (derived: it restates the module's) follow it
@@ -183,7 +200,7 @@ def test_idle_poll_drops_the_target_cal_significantly():
 
 
 def test_one_boot_a_side_is_never_a_change():
-    cmp = compare.build([load("base"), load("poll")])
+    cmp = verdict.build([load("base"), load("poll")])
     assert not any(c is not None and c.significant
                    for r in cmp.rows for c in r.changes)
     assert any("one boot: no test is possible" in w for w in cmp.warnings)
@@ -193,7 +210,7 @@ def test_one_boot_a_side_is_never_a_change():
 
 
 def test_table():
-    cmp = compare.build([booted("base"), booted("poll")])
+    cmp = verdict.build([booted("base"), booted("poll")])
     table = compare.render(cmp)
     lines = table.splitlines()
     assert lines[0].startswith("ipistorm  cpulist=0 delay=50 numipi=500")
@@ -220,7 +237,7 @@ def test_table():
 
 
 def test_tiny_counts_are_marked_not_changed():
-    cmp = compare.build([booted("base"), booted("poll")], floor=1e9)
+    cmp = verdict.build([booted("base"), booted("poll")], floor=1e9)
     table = compare.render(cmp, show_all=True)
     row = next(x for x in table.splitlines()
                if x.startswith("Amean ipistorm.irq.CPU1.CAL"))
@@ -238,13 +255,13 @@ def test_counts_one_apart_are_equal(tmp_path):
     other = runs.load_series(d)
     for i, r in enumerate(other.runs):
         r["env"]["boot_id"] = f"x{i}"
-    cmp = compare.build([booted("base"), other])
+    cmp = verdict.build([booted("base"), other])
     c = {r.metric.name: r for r in cmp.rows}["ipistorm.handled"].changes[1]
     assert not c.significant and c.why_not == "1 apart"
 
 
 def test_json_output():
-    cmp = compare.build([booted("base"), booted("poll"), booted("old")],
+    cmp = verdict.build([booted("base"), booted("poll"), booted("old")],
                         force=True)
     doc = compare.to_json(cmp)
     text = json.dumps(doc, allow_nan=False)      # strict JSON, no NaN
@@ -277,7 +294,7 @@ def test_json_output():
 
 
 def test_outputs_written(tmp_path):
-    cmp = compare.build([load("base"), load("poll")])
+    cmp = verdict.build([load("base"), load("poll")])
     files = compare.write_outputs(cmp, compare.render(cmp), tmp_path)
     names = sorted(f.name for f in files)
     stem = "compare-ipistorm-cpulist_0-delay_50-numipi_500-offset_1-single_1-wait_1"
@@ -317,8 +334,8 @@ def edit_runs(d: pathlib.Path, fn) -> None:
 def test_refuses_different_parameters(tmp_path):
     d = copy_series("poll", tmp_path)
     edit_runs(d, lambda doc: doc["params"].update(numipi="1000"))
-    with pytest.raises(compare.CompareError, match="refusing"):
-        compare.build([load("base"), runs.load_series(d)])
+    with pytest.raises(verdict.CompareError, match="refusing"):
+        verdict.build([load("base"), runs.load_series(d)])
     proc = subprocess.run(
         [str(REPO / "scripts" / "storm"), "compare",
          str(load("base").dir), str(d)], capture_output=True, text=True)
@@ -330,8 +347,8 @@ def test_refuses_different_parameters(tmp_path):
 def test_refuses_different_storms(tmp_path):
     d = copy_series("poll", tmp_path)
     edit_runs(d, lambda doc: doc.update(storm="tlbstorm"))
-    with pytest.raises(compare.CompareError, match="tlbstorm"):
-        compare.build([load("base"), runs.load_series(d)])
+    with pytest.raises(verdict.CompareError, match="tlbstorm"):
+        verdict.build([load("base"), runs.load_series(d)])
 
 
 def test_labels_with_nothing_in_common_are_refused(tmp_path):
@@ -342,7 +359,7 @@ def test_labels_with_nothing_in_common_are_refused(tmp_path):
     other = d.parent / "ipistorm-more"
     shutil.copytree(d, other)
     sides[1] = runs.resolve(L["poll"], tmp_path)
-    with pytest.raises(compare.CompareError, match="no storm with the same"):
+    with pytest.raises(verdict.CompareError, match="no storm with the same"):
         compare.pair(sides)
 
 
@@ -360,11 +377,11 @@ def test_environments_that_move_the_numbers_are_refused(tmp_path):
     d = copy_series("poll", tmp_path)
     edit_runs(d, lambda doc: doc["env"].update(cpu_count=8,
                                                 accel="tcg,thread=multi"))
-    with pytest.raises(compare.CompareError) as e:
-        compare.build([load("base"), runs.load_series(d)])
+    with pytest.raises(verdict.CompareError) as e:
+        verdict.build([load("base"), runs.load_series(d)])
     assert "cpu_count" in str(e.value) and "accel" in str(e.value)
     assert "--force" in str(e.value)
-    cmp = compare.build([load("base"), runs.load_series(d)], force=True)
+    cmp = verdict.build([load("base"), runs.load_series(d)], force=True)
     text = compare.render(cmp)
     assert "warning: compared although cpu_count" in text
     proc = subprocess.run(
@@ -388,7 +405,7 @@ def test_a_directory_is_read_one_series_at_a_time(tmp_path):
     assert len(runs.load_series(d, pool=True).runs) == 5
     [picked] = runs.resolve(f"{d}@old", tmp_path)
     assert picked.series_ids == ["old-series"]
-    cmp = compare.build([load("base"), s])
+    cmp = verdict.build([load("base"), s])
     assert any("1 older series left out" in w for w in cmp.warnings)
 
 
@@ -433,10 +450,10 @@ def test_fail_above_gates_on_every_primary_metric(tmp_path):
     with_boot_ids(d, "twice")
     base = copy_series("base", tmp_path / "b")
     with_boot_ids(base, "base")
-    rc = compare.exit_status([compare.build([runs.load_series(base),
+    rc = compare.exit_status([verdict.build([runs.load_series(base),
                                              runs.load_series(d)])], 50)
     assert rc == compare.EXIT_REGRESSION
-    cmp = compare.build([runs.load_series(base), runs.load_series(d)])
+    cmp = verdict.build([runs.load_series(base), runs.load_series(d)])
     assert [(m, round(p)) for _, m, p in cmp.regressed(50)] == \
         [("ipistorm.ipis_per_call", 100)]
 
@@ -601,7 +618,7 @@ def test_hmean_is_nan_safe_in_json():
 
 
 def test_outputs_are_never_overwritten(tmp_path):
-    cmp = compare.build([booted("base"), booted("poll")])
+    cmp = verdict.build([booted("base"), booted("poll")])
     first = compare.write_outputs(cmp, "one\n", tmp_path, plot=False)
     second = compare.write_outputs(cmp, "two\n", tmp_path, plot=False)
     assert first[0].read_text() == "one\n" and second[0].read_text() == "two\n"
@@ -613,11 +630,11 @@ def test_a_busy_host_is_reported(tmp_path):
     edit_runs(d, lambda doc: (doc["env"].update(host_cpus="2"),
                               doc["run"].update(host_load_start="1.5",
                                                 host_load_end="5.9")))
-    cmp = compare.build([load("base"), runs.load_series(d)])
+    cmp = verdict.build([load("base"), runs.load_series(d)])
     assert any("the host's load reached 5.9 on 2 cores" in w
                for w in cmp.warnings)
     edit_runs(d, lambda doc: doc["run"].update(host_load_end="3.1"))
-    cmp = compare.build([load("base"), runs.load_series(d)])
+    cmp = verdict.build([load("base"), runs.load_series(d)])
     assert not any("host's load" in w for w in cmp.warnings)
 
 
@@ -627,7 +644,7 @@ def test_report_styles():
     per-boot means, its estimate and marker), its verdict lines and its
     warnings."""
     from stormsuite import report
-    cmp = compare.build([booted("base"), booted("poll")])
+    cmp = verdict.build([booted("base"), booted("poll")])
     rows = {r.metric.name: r for r in cmp.rows}
     time = rows["ipistorm.time_per_call_ns"]
     ipis = rows["ipistorm.ipis_per_call"]
@@ -670,7 +687,7 @@ def test_report_of_one_boot_a_side_says_so():
     """A box workflow's sets (one boot each): the report carries compare's
     ~ and its warning, not a bare number."""
     from stormsuite import report
-    cmp = compare.build([load("base"), load("poll")])
+    cmp = verdict.build([load("base"), load("poll")])
     text = report.zeroday(cmp)
     assert "fewer than 2 boots a side" in text
     assert "one boot: no test is possible" in text
@@ -693,7 +710,7 @@ def test_the_box_workflow_gives_a_verdict(tmp_path):
             f.unlink()
         sides.append(runs.load_series(d))
     assert [len(s.boots) for s in sides] == [2, 2]
-    cmp = compare.build(sides)
+    cmp = verdict.build(sides)
     c = {r.metric.name: r for r in cmp.rows}["ipistorm.ipis_per_call"]
     assert c.changes[1].significant
     assert not any("one boot" in w for w in cmp.warnings)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from conftest import assert_clean
-from stormsuite import kmemleak
+import kmemleak
 
 MODULES = ("ipistorm", "tlbstorm", "slabstorm")
 

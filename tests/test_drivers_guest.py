@@ -28,14 +28,17 @@ pytestmark = pytest.mark.guest
 IPI_PARAMS = {"numipi": "500", "single": "1", "wait": "1", "cpulist": "0",
               "offset": "1", "delay": "50"}
 TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
-# The share of the traced calls seen sending an IPI. A call finds the
-# HLT-idle target with nothing queued and sends, unless another CPU's
-# call to it is already queued and it rides that IPI. On the
-# KASAN/lockdep kernel a bpftrace kprobe with a kernel stack makes each
-# send take milliseconds (about 8 times the untraced storm), so far more
-# calls overlap another CPU's: there about 0.8 of the calls sent one,
-# while the tracer's single-IPI sends still equalled the handler runs it
-# saw (it missed none); on Debian's kernels 0.97 to 1.
+# The least share of the traced calls seen sending an IPI. Not an
+# invariant: a call finds the HLT-idle target with nothing queued and
+# sends, unless another CPU's call to it is already queued and it rides
+# that IPI, and how often that happens grows with how long a traced send
+# takes. On the KASAN/lockdep kernel a bpftrace kprobe with a kernel
+# stack makes a send take milliseconds (about 8 times the untraced
+# storm) and about 0.8 of the calls sent one; on Debian's kernels 0.96
+# to 1. The bound catches a tracer that misses most sends; the invariant
+# beside it (no more sends than the target's CAL in the storm's window:
+# every IPI the storm sent arrived there) catches one that counts too
+# many.
 TRACED_SENT = 0.5 if DEBUG_KERNEL else 0.9
 
 
@@ -218,7 +221,9 @@ def test_trace_names_the_senders(full):
     # with HLT idle and a delay, nearly every call needs an IPI. Traced,
     # fewer are counted than untraced (conftest.HLT_IDLE_MISS): 191 to 200
     # of 200 in the recorded CI runs, trace-cmd and bpftrace alike.
-    assert TRACED_SENT * 200 <= by_fn["ipistorm_sender_fn"]["count"] <= 200
+    sent = by_fn["ipistorm_sender_fn"]["count"]
+    assert TRACED_SENT * 200 <= sent <= 200
+    assert sent <= traced["result"]["irq.1.CAL"]
     assert by_fn["ipistorm_sender_fn"]["via"] == "smp_call_function_single"
     assert t["counts"]["irq_vectors:call_function_single_entry"]["total"] > 0
     if full.kernel == "6.12":
@@ -232,7 +237,9 @@ def test_trace_names_the_senders(full):
     b = bpf["bpftrace"]
     assert b["tool"] == "bpftrace" and b["senders"]
     by_fn = {s["function"]: s for s in b["senders"]}
-    assert TRACED_SENT * 200 <= by_fn["ipistorm_sender_fn"]["count"] <= 200
+    sent = by_fn["ipistorm_sender_fn"]["count"]
+    assert TRACED_SENT * 200 <= sent <= 200
+    assert sent <= bpf["result"]["irq.1.CAL"]
     hist = b["handler_ns"]["call_function_single"]
     assert hist["count"] == sum(x["count"] for x in hist["buckets"]) > 0
     assert all(x["low"] < x["high"] for x in hist["buckets"])

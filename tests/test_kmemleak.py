@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
-from stormsuite import kmemleak
+import kmemleak
 
 # Two objects of the report after every check script on the 6.1 debug
 # kernel: names of slabstorm caches whose sysfs entry failed
@@ -46,3 +46,12 @@ def test_only_the_kernels_slab_name_leak_is_excused():
     other = RECORDED.replace("slabstorm-remote", "dentry-cache-xyz")
     assert len(kmemleak.storms_leaks(other)) == 1
     assert kmemleak.storms_leaks("") == []
+
+
+def test_the_debug_runs_count(tmp_path, capsys):
+    # what tests/e2e/debug-kernel prints for each boot's report
+    report = tmp_path / "kmemleak"
+    report.write_text(RECORDED + STORMS_OWN)
+    assert kmemleak.main([str(report)]) == 0
+    assert capsys.readouterr().out == (
+        "3 objects, 1 not the kernel's own sysfs_slab_add() name leak\n")

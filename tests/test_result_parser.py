@@ -1,5 +1,6 @@
 """stormsuite.result: the modules' "name: value" result files."""
 
+import json
 import pathlib
 
 import pytest
@@ -148,3 +149,17 @@ def test_sent_counts_by_target_and_sender():
     assert "CAL sent to cpu: 0:2 1:10  (total 12)" in text
     assert "CAL sent by cpu: 0:10 1:2  (total 12)" in text
     assert "sent: 12 probe hits at 250 ns, 1 missed" in text
+
+
+def test_show_reads_a_run_file(capsys):
+    # storm show takes a run file as well as a result file: the same
+    # summary of the result the run file holds
+    run = next((DATA / "runs").rglob("run-*.json"))
+    doc = json.loads(run.read_text())
+    assert show.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    calls = doc["result"]["sender.0.calls"]
+    assert out.startswith(f"{doc['storm']} on {doc['result']['kernel']}: ")
+    assert f"cpu 0 -> {doc['result']['sender.0.target']}: {calls} calls" \
+        in out
+    assert show.load(run) == {k: str(v) for k, v in doc["result"].items()}

@@ -66,6 +66,8 @@ def fake(tmp_path):
     class Fake:
         results = tmp_path / "results"
         log = tmp_path / "insmod.log"
+        ko_dir = ko
+        environ = env
 
         def run(self, *args: str, **extra: str) -> subprocess.CompletedProcess:
             e = dict(env, **extra)
@@ -522,3 +524,37 @@ def test_an_unparsable_capture_is_kept_aside(fake):
     kept = bad.with_name(bad.name[:-len(".raw")] + ".unreadable")
     assert (kept / "result").read_text() == "not a result\n"
     assert runs.run_files(good.parent) == [runfile.run_file_of(good)]
+
+
+@needs_root
+def test_a_boot_gets_the_run_files_its_storm_runs_listed(fake,
+                                                        monkeypatch):
+    # guest.run_storm as matrix, ab and bisect call it, with the guest's
+    # command run here instead of in storm vm: the run files come back
+    # from what storm run printed, not from a scan of the results
+    from stormsuite import guest
+
+    def here(cmd, prefix=""):
+        command = cmd[cmd.index("--") + 1:]
+        return subprocess.run(command, cwd=REPO, env=fake.environ,
+                              stdin=subprocess.DEVNULL).returncode
+
+    monkeypatch.setattr(guest, "run_command", here)
+    boot = guest.Boot(guest.Guest("6.1"), "lab", "s-1", "lab boot 1/1",
+                      (guest.Step("ipistorm", ("numipi=1000", "single=1",
+                                               "cpulist=1", "offset=2")),
+                       guest.Step("ipistorm", ("numipi=10", "single=1",
+                                               "cpulist=1", "offset=2"))))
+    done = guest.run_storm(boot, runs=2, warmup=0, results=fake.results,
+                           extra=("--ko-dir", str(fake.ko_dir)))
+    assert done.files == fake.files() and len(done.files) == 4
+    # the listing is gone: the results directory holds runs only
+    assert not list(fake.results.glob(".run-files-*"))
+    # a traced run listed is not one of the boot's runs
+    traced = done.files[0].with_name("run-traced.json")
+    doc = json.loads(done.files[0].read_text())
+    doc["run"]["traced"] = True
+    traced.write_text(json.dumps(doc))
+    listing = fake.results / "listing"
+    listing.write_text(f"{done.files[1]}\n{traced}\n\n")
+    assert guest.untraced_runs(listing) == [done.files[1]]

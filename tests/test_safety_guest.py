@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import KERNELS, assert_clean, boot
+from conftest import KERNELS, assert_clean, assert_refused, boot
 from stormsuite import result
 
 MODULES = ("ipistorm", "tlbstorm", "slabstorm")
@@ -223,11 +223,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_refused_with_reason(guest, name):
-    case = guest.case(name)
-    assert case.rc != 0
-    assert REFUSED[name] in case.dmesg, case.dmesg
-    assert not case.has_result
-    assert_clean(case.dmesg)
+    assert_refused(guest.case(name), REFUSED[name])
 
 
 def test_fuzzed_loads_are_refused_with_reason_or_end_cleanly(guest):

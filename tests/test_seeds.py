@@ -15,7 +15,7 @@ import tarfile
 import pytest
 
 from conftest import REPO
-from stormsuite import linux_source, vm
+from stormsuite import linux_source, seeds, vm
 from stormsuite.seeds import SEEDS, load, s000, s002, s004
 
 STORM = REPO / "scripts" / "storm"
@@ -135,11 +135,11 @@ def doc(metric_means: dict[str, tuple[float, float]],
 
 def test_seed_004_answer_normalizes_runtime_to_stock():
     args = type("A", (), {"numipi": 100000, "cpus": 17, "boots": 3,
-                          "runs": 3, "accel": "accel tcg"})()
+                          "runs": 3})()
     d = doc({"ipistorm.runtime_ns": (2.0e9, 1.62e9),
              "ipistorm.irq.CPU16.CAL": (12.0, 100000.0),
              "ipistorm.handled": (100000.0, 100000.0)})
-    text = s004.answer(args, [d, d])
+    text = s004.answer(args, [d, d], "accel tcg")
     assert "1.00 [  0.00]" in text
     # 1.62 / 2.0 = 0.81, 19% better, as the seed prints it
     assert "0.81 [ 19.00]" in text
@@ -149,7 +149,7 @@ def test_seed_004_answer_normalizes_runtime_to_stock():
 
 def test_seed_000_answer_states_the_change_in_the_seeds_direction():
     args = type("A", (), {"numipi": 5000, "cpus": 4, "boots": 3,
-                          "runs": 5, "accel": "accel tcg"})()
+                          "runs": 5})()
     d = doc({"interrupts.CAL:Function_call_interrupts": (45000.0, 15000.0),
              "ipistorm.ipis_sent": (45000.0, 15000.0),
              "ipistorm.runtime_ns": (1e9, 9e8)})
@@ -157,7 +157,8 @@ def test_seed_000_answer_states_the_change_in_the_seeds_direction():
     d["metrics"]["ipistorm.ipis_sent_per_call"] = {"changes": {"cand": {
         "pct": -66.7, "ci_low": -67.0, "ci_high": -66.4, "p": 1e-9,
         "significant": True}}}
-    text = s000.answer(args, {"0": [d, d], "1": [d, d]})
+    text = s000.answer(args, {"0": [d, d], "1": [d, d]},
+                       "accel tcg")
     assert '"interrupts.CAL:Function_call_interrupts": 15000.0, \u219366.7%' \
         '  (ipis_per_call: ~)' in text
     assert '"ipistorm.ipis_sent": 15000.0, \u219366.7%  (ipis_sent_per_call: ' \
@@ -201,8 +202,7 @@ def test_answers_are_never_overwritten(tmp_path):
 def test_seed_001_places_storms_by_node_and_compares_like_with_like():
     from stormsuite.seeds import s001
     args = type("A", (), {"cpus": 8, "nodes": "1,2,4", "numflush": 300,
-                          "numipi": 2000, "boots": 2, "runs": 3,
-                          "accel": "accel tcg"})()
+                          "numipi": 2000, "boots": 2, "runs": 3})()
     runs4 = s001.runs_of(args, 4)
     # node 0 to node B: the last 8/4-1 CPUs of B, the same count for all B
     assert [p[2][2] for p in runs4 if p[1] == "tlbstorm"][:4] == [
@@ -217,7 +217,7 @@ def test_seed_001_places_storms_by_node_and_compares_like_with_like():
                        [800.0, 1200.0]),
              s001.Cell(4, "pair 0-1", "tlbstorm", 1100.0, 1.0, 1.0, {},
                        [900.0, 1300.0])]
-    text = s001.answer(args, "r", cells)
+    text = s001.answer(args, "r", cells, "accel tcg")
     # a clear difference is stated with its interval; noise is ~
     assert re.search(r"2 nodes, tlbstorm  pair 0-1: 5.00 us against 4.00 us"
                      r"  \+25.0% \[\+\d", text), text
@@ -245,3 +245,41 @@ def test_storm_without_venv_says_run_setup(tmp_path):
     assert res.returncode == 2
     assert "run scripts/setup first" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_built_holds_the_source_lock_over_the_boots(monkeypatch):
+    # the seed commands' one opening: build, then boot under the same
+    # lock, the clock lapping each
+    from stormsuite.seeds import common
+    held = []
+
+    class Lock:
+        def __init__(self, who):
+            self.who = who
+
+        def __enter__(self):
+            held.append(self.who)
+
+        def __exit__(self, *exc):
+            held.remove(self.who)
+
+    monkeypatch.setattr(common.source, "lock", Lock)
+    monkeypatch.setattr(common, "build",
+                        lambda kernels, who: {k.name: k.name
+                                              for k in kernels})
+    clock = common.Clock()
+    with common.built([common.STOCK], "storm seed 999", clock) as outs:
+        assert outs == {"stock": "stock"}
+        assert held == ["storm seed 999"]
+        assert [w for w, _ in clock.parts] == ["builds"]
+    assert held == []
+    assert [w for w, _ in clock.parts] == ["builds", "boots and runs"]
+
+
+def test_at_least_names_the_option_and_why():
+    from stormsuite.seeds import common
+    p = seeds.parser("000")
+    args = p.parse_args(["--cpus", "2"])
+    with pytest.raises(SystemExit):
+        common.at_least(p, args, "three CPUs", cpus=3)
+    common.at_least(p, args, cpus=2, numipi=1)

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from conftest import assert_clean, assert_histogram
+from conftest import assert_clean, assert_histogram, assert_refused
 from stormsuite import interrupts, result
 
 # At least this share of the ideal count. In the recorded CI runs (6.1 and
@@ -29,8 +29,10 @@ TOLERANCE = 0.95
 # work competes with the workers on the three CPUs left: a target whose
 # worker is switched out is in lazy TLB mode and gets no shootdown, and
 # how often that happens depends on the host, not the kernel (6.12 has
-# given a target under 0.8 of its flushes). The case is about which CPUs
-# are targets, not how many flushes land, so it asks for half.
+# given a target under 0.8 of its flushes). Not an invariant, then: the
+# case is about which CPUs are targets (asserted exactly), not how many
+# flushes land, so it asks only for half of each worker's share, enough
+# to tell a target from a CPU the storm left out.
 TOLERANCE_OFFLINE = 0.5
 TICK_NS = 10**7         # a scheduler tick at HZ=100, the coarsest
 STRAY = 0.05            # at most this share where no storm should land
@@ -337,16 +339,12 @@ BAD = {
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_parameter_is_refused_with_reason(guest, name):
     case = guest.case(name)
-    assert case.rc != 0
-    assert "Invalid parameters" in case.stderr, case.stderr
+    assert_refused(case, BAD[name])
     reasons = [line for line in case.dmesg.splitlines()
                if BAD[name] in line]
     assert len(reasons) == 1, case.dmesg
-    assert not case.has_result
     assert not case.file("rmmod_rc"), "module stayed loaded"
-    assert "End of test" not in case.dmesg
     assert "flush_kind=" not in case.dmesg, "the storm started"
-    assert_clean(case.dmesg)
 
 
 def test_background_storm_finishes_on_its_own(guest):

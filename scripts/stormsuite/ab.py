@@ -23,8 +23,8 @@ import re
 import sys
 import time
 
-from . import compare, kbuild, matrix, source
-from .kbuild import git
+from . import compare, kbuild, matrix, options, source
+from .git import git
 
 
 def patch_name(patch: pathlib.Path) -> str:
@@ -33,7 +33,7 @@ def patch_name(patch: pathlib.Path) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", stem).strip("-")[:20] or "patched"
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm ab",
         description="Build a baseline and a patched kernel from one git "
@@ -60,12 +60,17 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", type=pathlib.Path,
                    help="write the comparison here (default: the patched "
                    "kernel's series directory)")
-    matrix.add_guest_options(p, "kernel")
+    options.add_guest_options(p, "kernel")
     compare.add_stat_options(p)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
-    matrix.check_guest_options(p, args, one_boot=True)
+    options.check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)
     if args.patch and not args.patch.is_file():
         p.error(f"{args.patch}: no such patch file")

@@ -44,9 +44,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import (classify, compare, guest, kbuild, matrix, metrics, runs,
-               source, stats)
-from .kbuild import git
+from . import (classify, compare, guest, kbuild, matrix, metrics, options,
+               runs, source, stats, verdict)
+from .git import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
 EXIT_ABORT = 128            # git bisect run stops on this
@@ -472,8 +472,8 @@ def confirm(state: dict[str, Any], tree: pathlib.Path, first_bad: str,
                                   f"bad-{short(first_bad)}")]]
         for group in compare.pair(sides):
             try:
-                cmp = compare.build(group, confidence=state["confidence"])
-            except compare.CompareError as e:
+                cmp = verdict.build(group, confidence=state["confidence"])
+            except verdict.CompareError as e:
                 report += f"(no table: {e})\n"
                 continue
             table = compare.render(cmp)
@@ -491,7 +491,7 @@ def first_bad_commit(tree: pathlib.Path) -> str | None:
     return None
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm bisect",
         description="Bisect a kernel tree for the commit that changed a "
@@ -511,8 +511,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--good", required=True, help="a revision without the "
                    "change")
     p.add_argument("--bad", required=True, help="a revision with it")
-    matrix.add_guest_options(p, "endpoint, first", boots=3,
-                             runs_=DEFAULT_RUNS)
+    options.add_guest_options(p, "endpoint, first", boots=3,
+                              runs_=DEFAULT_RUNS)
     p.add_argument("--max-boots", type=int, default=MAX_BOOTS,
                    help="boots of one commit before the odds as they "
                    f"stand decide (default {MAX_BOOTS})")
@@ -539,53 +539,70 @@ def main(argv: list[str]) -> int:
                    help=argparse.SUPPRESS)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
-    args = p.parse_args(argv)
-    matrix.check_guest_options(p, args)
+    return p
+
+
+class Refused(ValueError):
+    """The tree or revisions cannot be bisected as asked (exit 2)."""
+
+
+def check_options(p: argparse.ArgumentParser,
+                  args: argparse.Namespace) -> None:
+    options.check_guest_options(p, args)
     if args.max_boots < args.jobs or args.endpoint_max_boots < args.boots:
         p.error("--max-boots must be at least --jobs, and "
                 "--endpoint-max-boots at least --boots")
     if not 0 < args.confidence < 1:
         p.error("--confidence must be between 0 and 1")
-    if args.dry_run:
-        est = matrix.estimate
-        per = args.runs + args.warmup
-        print(f"storm bisect: endpoints {args.boots} to "
-              f"{args.endpoint_max_boots} boots each, then about "
-              "log2(commits) steps of 2 to "
-              f"{args.max_boots} boots, then 2 x {args.boots} boots for the "
-              f"check; {args.runs} runs a boot. About "
-              f"{est(2 * args.boots, per, args.jobs) / 60:.0f} min for the "
-              f"endpoints and {est(4, per, args.jobs) / 60:.0f} to "
-              f"{est(args.max_boots, per, args.jobs) / 60:.0f} min a step, "
-              "plus the builds (a few minutes each with a warm ccache)")
-        return 0
-    tree = args.tree.resolve()
+
+
+def plan(args: argparse.Namespace) -> str:
+    """--dry-run: the boots and their time, from matrix's estimate."""
+    est = matrix.estimate
+    per = args.runs + args.warmup
+    return (f"storm bisect: endpoints {args.boots} to "
+            f"{args.endpoint_max_boots} boots each, then about "
+            "log2(commits) steps of 2 to "
+            f"{args.max_boots} boots, then 2 x {args.boots} boots for the "
+            f"check; {args.runs} runs a boot. About "
+            f"{est(2 * args.boots, per, args.jobs) / 60:.0f} min for the "
+            f"endpoints and {est(4, per, args.jobs) / 60:.0f} to "
+            f"{est(args.max_boots, per, args.jobs) / 60:.0f} min a step, "
+            "plus the builds (a few minutes each with a warm ccache)")
+
+
+def check_tree(tree: pathlib.Path, good_rev: str,
+               bad_rev: str) -> tuple[str, str]:
+    """The endpoints' commits; Refused for a tree that is not a clean git
+    work tree out of any bisect, or a good that is not bad's ancestor."""
     try:
         git(tree, "rev-parse", "--git-dir")
         good, bad = (git(tree, "rev-parse", "--verify", f"{r}^{{commit}}")
-                     for r in (args.good, args.bad))
+                     for r in (good_rev, bad_rev))
     except RuntimeError as e:
-        print(f"storm bisect: {tree}: {e}", file=sys.stderr)
-        return 2
+        raise Refused(f"{tree}: {e}") from e
     if git(tree, "status", "--porcelain", "--untracked-files=no"):
-        print(f"storm bisect: {tree} has uncommitted changes; commit or "
-              "stash them first", file=sys.stderr)
-        return 2
+        raise Refused(f"{tree} has uncommitted changes; commit or stash "
+                      "them first")
     if git(tree, "bisect", "log", check=False):
-        print(f"storm bisect: {tree} is already bisecting; run "
-              "'git bisect reset' there first", file=sys.stderr)
-        return 2
+        raise Refused(f"{tree} is already bisecting; run 'git bisect "
+                      "reset' there first")
     if subprocess.run(["git", "-C", str(tree), "merge-base",
                        "--is-ancestor", good, bad]).returncode != 0:
-        print(f"storm bisect: --good {args.good} is not an ancestor of "
-              f"--bad {args.bad}", file=sys.stderr)
-        return 2
+        raise Refused(f"--good {good_rev} is not an ancestor of --bad "
+                      f"{bad_rev}")
+    return good, bad
 
+
+def new_state(args: argparse.Namespace, tree: pathlib.Path, good: str,
+              bad: str) -> dict[str, Any]:
+    """The bisect's parameters, in a new directory of its own under the
+    results: what every step (a process of its own) reads."""
     stamp = datetime.datetime.now(datetime.timezone.utc) \
         .strftime("%Y%m%dT%H%M%SZ")
     state_dir = args.results.resolve() / "bisect" / f"{tree.name}-{stamp}"
     state_dir.mkdir(parents=True)
-    state: dict[str, Any] = {
+    return {
         "dir": str(state_dir), "tree": str(tree), "good": good, "bad": bad,
         "storm": args.storm, "params": args.params, "metric": args.metric,
         "boots": args.boots, "runs": args.runs, "warmup": args.warmup,
@@ -599,6 +616,88 @@ def main(argv: list[str]) -> int:
         "localversion": "-storm", "results": str(state_dir / "runs"),
         "measurer": args.measurer,
     }
+
+
+def git_bisect_run(tree: pathlib.Path, state_dir: pathlib.Path) -> int:
+    """git bisect run with bisect-step on every commit it picks, its
+    output shown and logged; its exit status."""
+    with open(state_dir / "git-bisect-run.log", "w") as logf:
+        proc = subprocess.Popen(
+            ["git", "-C", str(tree), "bisect", "run",
+             str(guest.STORM), "bisect-step",
+             str(state_dir / "state.json")], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        assert proc.stdout is not None
+        line = "\n"
+        for line in proc.stdout:
+            logf.write(line)
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        # git ends with "bisect found first bad commit" and no newline
+        if not line.endswith("\n"):
+            logf.write("\n")
+            print(flush=True)
+        return proc.wait()
+
+
+def not_found(tree: pathlib.Path, state_dir: pathlib.Path,
+              returncode: int) -> str:
+    """Why no first bad commit came out: the suspects skipped commits
+    hide it among, or git bisect run's exit status."""
+    run_log = (state_dir / "git-bisect-run.log").read_text()
+    _, found, rest = run_log.partition("The first bad commit could be "
+                                       "any of:\n")
+    if not found:
+        return (f"no first bad commit found (git bisect run exited "
+                f"{returncode})")
+    suspects = [ln.split()[0] for ln in rest.splitlines()
+                if ln[:40].strip() and all(
+                    c in "0123456789abcdef" for c in ln.split()[0])]
+    return ("inconclusive: skipped commits hide the first bad one; it is "
+            "one of:\n" + "\n".join(f"  {s} {subject(tree, s)}"
+                                     for s in suspects))
+
+
+def summary_text(state: dict[str, Any], tree: pathlib.Path,
+                 first_bad: str, endpoints: str, check: str,
+                 elapsed: float) -> str:
+    """The bisect's result: the commit, the endpoints' verdict, what the
+    steps took, and the check against the commit's parent."""
+    state_dir = pathlib.Path(state["dir"])
+    tested = [s for s in steps(state_dir) if "endpoint" not in s]
+    good_b, bad_b = state["levels"]["good"][0], state["levels"]["bad"][0]
+    nboots = sum(len(s.get("boots", [])) for s in tested)
+    nbuilds, built_s = build_seconds(state_dir)
+    return (f"\nfirst bad commit: {first_bad} {subject(tree, first_bad)}\n"
+            f"endpoints: {endpoints}\n"
+            f"{len(tested)} bisect steps "
+            f"({sum(1 for s in tested if s['decision'] == 'skip')} "
+            f"skipped, {nboots} {unit(state)}) after the endpoints "
+            f"({len(good_b)}+{len(bad_b)} {unit(state)}), "
+            f"{elapsed / 60:.1f} min"
+            + (f" ({nbuilds} kernel builds {built_s / 60:.1f} min, "
+               f"boots, runs and the rest {(elapsed - built_s) / 60:.1f} "
+               "min)" if nbuilds else "") + "; "
+            f"metric {state.get('metric_name', state['metric'])}\n"
+            + check)
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    check_options(p, args)
+    if args.dry_run:
+        print(plan(args))
+        return 0
+    tree = args.tree.resolve()
+    try:
+        good, bad = check_tree(tree, args.good, args.bad)
+    except Refused as e:
+        print(f"storm bisect: {e}", file=sys.stderr)
+        return 2
+    state = new_state(args, tree, good, bad)
+    state_dir = pathlib.Path(state["dir"])
     state_file = state_dir / "state.json"
     head = git(tree, "symbolic-ref", "--quiet", "--short", "HEAD",
                check=False) or git(tree, "rev-parse", "HEAD")
@@ -614,8 +713,8 @@ def main(argv: list[str]) -> int:
                   file=sys.stderr)
             return 1
         save_state(state)
-        good_b, bad_b = state["levels"]["good"][0], state["levels"]["bad"][0]
-        line, _ = verdict_line(good_b, bad_b, state)
+        line, _ = verdict_line(state["levels"]["good"][0],
+                               state["levels"]["bad"][0], state)
         if not differ:
             print(f"storm bisect: refusing to bisect: the endpoints do not "
                   f"differ at {args.confidence:g} confidence on "
@@ -625,25 +724,7 @@ def main(argv: list[str]) -> int:
         print(f"storm bisect: endpoints: {line}; bisecting", file=sys.stderr,
               flush=True)
         git(tree, "bisect", "start", bad, good)
-        with open(state_dir / "git-bisect-run.log", "w") as logf:
-            proc = subprocess.Popen(
-                ["git", "-C", str(tree), "bisect", "run",
-                 str(guest.STORM), "bisect-step",
-                 str(state_file)], stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-            assert proc.stdout is not None
-            # not "line": that is the endpoints' verdict, for the summary
-            out_line = "\n"
-            for out_line in proc.stdout:
-                logf.write(out_line)
-                sys.stdout.write(out_line)
-                sys.stdout.flush()
-            # git ends with "bisect found first bad commit" and no newline
-            if not out_line.endswith("\n"):
-                logf.write("\n")
-                print(flush=True)
-            proc.wait()
+        returncode = git_bisect_run(tree, state_dir)
         first_bad = first_bad_commit(tree)
         (state_dir / "git-bisect.log").write_text(
             git(tree, "bisect", "log", check=False) + "\n")
@@ -659,39 +740,13 @@ def main(argv: list[str]) -> int:
             git(tree, "bisect", "reset", check=False)
         git(tree, "checkout", "-q", head, check=False)
 
-    tested = [s for s in steps(state_dir) if "endpoint" not in s]
-    elapsed = time.monotonic() - started
     if first_bad is None:
-        run_log = (state_dir / "git-bisect-run.log").read_text()
-        _, found, rest = run_log.partition("The first bad commit could be "
-                                           "any of:\n")
-        if found:
-            suspects = [ln.split()[0] for ln in rest.splitlines()
-                        if ln[:40].strip() and all(
-                            c in "0123456789abcdef" for c in ln.split()[0])]
-            print("storm bisect: inconclusive: skipped commits hide the "
-                  "first bad one; it is one of:\n" + "\n".join(
-                      f"  {s} {subject(tree, s)}" for s in suspects),
-                  file=sys.stderr)
-        else:
-            print(f"storm bisect: no first bad commit found (git bisect "
-                  f"run exited {proc.returncode})", file=sys.stderr)
+        print(f"storm bisect: {not_found(tree, state_dir, returncode)}",
+              file=sys.stderr)
         print(f"storm bisect: log in {state_dir}", file=sys.stderr)
         return 1
-    nboots = sum(len(s.get("boots", [])) for s in tested)
-    nbuilds, built_s = build_seconds(state_dir)
-    summary = (f"\nfirst bad commit: {first_bad} {subject(tree, first_bad)}\n"
-               f"endpoints: {line}\n"
-               f"{len(tested)} bisect steps "
-               f"({sum(1 for s in tested if s['decision'] == 'skip')} "
-               f"skipped, {nboots} {unit(state)}) after the endpoints "
-               f"({len(good_b)}+{len(bad_b)} {unit(state)}), "
-               f"{elapsed / 60:.1f} min"
-               + (f" ({nbuilds} kernel builds {built_s / 60:.1f} min, "
-                  f"boots, runs and the rest {(elapsed - built_s) / 60:.1f} "
-                  "min)" if nbuilds else "") + "; "
-               f"metric {state.get('metric_name', args.metric)}\n"
-               + check)
+    summary = summary_text(state, tree, first_bad, line, check,
+                           time.monotonic() - started)
     (state_dir / "summary.txt").write_text(summary)
     print(summary)
     print(f"storm bisect: log in {state_dir}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
@@ -17,6 +18,13 @@ SUBCOMMANDS = {
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
 }
+# storm kernel WHAT: the second word names the module
+KERNEL = {
+    "build": ("kbuild", "a guest kernel from a source tree, then the storms"),
+    "source": ("linux_source", "Debian's linux-source-6.1 as a git tree"),
+}
+# the shell subcommands (scripts/storm runs their scripts, not Python)
+SHELL = ("run", "test", "demo")
 # run by git bisect run for storm bisect; not listed in --help
 INTERNAL = {"bisect-step": ("bisect", "", "step_main")}
 
@@ -30,6 +38,35 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The argparse parser that `storm WORDS...` parses its arguments
+    with, and those arguments: `kernel build`, `kernel source` and `seed
+    NNN` take two words, the others one. ValueError when WORDS name no
+    Python subcommand (the shell ones: SHELL)."""
+    name = words[0] if words else ""
+    if name not in SUBCOMMANDS:
+        raise ValueError(f"no Python subcommand {name!r}")
+    what = words[1] if len(words) > 1 else ""
+    if name == "kernel":
+        if what not in KERNEL:
+            raise ValueError(f"storm kernel {what!r}: no such command")
+        module = importlib.import_module(f"stormsuite.{KERNEL[what][0]}")
+        return module.parser(), words[2:]
+    module = importlib.import_module(f"stormsuite.{SUBCOMMANDS[name][0]}")
+    if name == "seed":
+        if what not in module.SEEDS:
+            raise ValueError(f"storm seed {what!r}: no such seed")
+        return module.parser(what), words[2:]
+    return module.parser(), words[1:]
+
+
+def kernel_usage() -> str:
+    return "\n".join(["usage: storm kernel build TREE [options] | "
+                      "storm kernel source [DIR]", ""]
+                     + [f"  {w:7} {entry[1]}" for w, entry in KERNEL.items()]
+                     + ["", "storm kernel WHAT --help: its options"])
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
@@ -39,7 +76,16 @@ def main(argv: list[str]) -> int:
         print(f"storm: unknown subcommand {name!r}\n\n{usage()}",
               file=sys.stderr)
         return 2
-    entry = SUBCOMMANDS.get(name) or INTERNAL[name]
+    if name == "kernel":
+        what = rest[0] if rest else ""
+        if what not in KERNEL:
+            help_ = what in ("-h", "--help")
+            print(kernel_usage(), file=sys.stdout if help_ else sys.stderr)
+            return 0 if help_ else 2
+        rest = rest[1:]
+        entry = KERNEL[what]
+    else:
+        entry = SUBCOMMANDS.get(name) or INTERNAL[name]
     module = importlib.import_module(f"stormsuite.{entry[0]}")
     func = entry[2] if len(entry) > 2 else "main"
     return int(getattr(module, func)(rest) or 0)

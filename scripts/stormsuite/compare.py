@@ -15,6 +15,7 @@ comparison as JSON, with the lkp-tests stat names, and a plot (plot.py).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import pathlib
@@ -24,11 +25,6 @@ from typing import Any
 from . import metrics, runs, stats, verdict
 
 SCHEMA = 2
-FLOOR = verdict.FLOOR
-CompareError = verdict.CompareError
-Comparison = verdict.Comparison
-Row = verdict.Row
-build = verdict.build
 EXIT_REGRESSION = 1         # --fail-above: a primary metric got worse
 
 
@@ -91,7 +87,7 @@ def fmt_primary_value(x: float, m: metrics.Metric) -> str:
     return "-" if math.isnan(x) else f"{x:.4g}"
 
 
-def verdict_lines(cmp: Comparison) -> list[str]:
+def verdict_lines(cmp: verdict.Comparison) -> list[str]:
     """benchstat-style lines for the primary metrics: baseline centre ±
     spread, candidate centre ± spread, the change [95% CI] or ~, and
     (p=..., boots x runs). Centre: the mean of the per-boot summaries;
@@ -141,7 +137,7 @@ SUMMARY_TEXT = {"min": "the fastest of its runs", "median": "the median "
                 "of its runs", "mean": "the mean of its runs"}
 
 
-def noise_lines(cmp: Comparison) -> list[str]:
+def noise_lines(cmp: verdict.Comparison) -> list[str]:
     """Per time per operation: the CV of the per-boot numbers the test
     compares, split into what a boot's own runs make of it and what the
     boots add (stats.noise), and the CV of single runs inside a boot."""
@@ -161,7 +157,7 @@ def noise_lines(cmp: Comparison) -> list[str]:
     return out
 
 
-def render(cmp: Comparison, show_all: bool = False) -> str:
+def render(cmp: verdict.Comparison, show_all: bool = False) -> str:
     rows = [r for r in cmp.rows if r.shown or show_all]
     namew = max([len(r.metric.name) for r in rows] + [20])
     cells: list[list[str]] = []
@@ -240,7 +236,7 @@ ENV_JSON = ("kernel_release", "cmdline", "idle", "cpu_count", "cpu_model",
             "kernel_commit")
 
 
-def to_json(cmp: Comparison) -> dict[str, Any]:
+def to_json(cmp: verdict.Comparison) -> dict[str, Any]:
     labels = [s.label for s in cmp.sets]
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -319,7 +315,7 @@ def pair(sides: list[list[runs.Series]]) -> list[list[runs.Series]]:
     keys = [{x.key: x for x in side} for side in sides]
     common = [k for k in keys[0] if all(k in other for other in keys[1:])]
     if not common:
-        raise CompareError(
+        raise verdict.CompareError(
             "refusing to compare: no storm with the same parameters in "
             "every result set:\n" + "\n".join(
                 f"  {side[0].label}: " + "; ".join(x.what for x in side)
@@ -327,7 +323,8 @@ def pair(sides: list[list[runs.Series]]) -> list[list[runs.Series]]:
     return [[k[key] for k in keys] for key in common]
 
 
-def write_outputs(cmp: Comparison, table: str, out: pathlib.Path | None,
+def write_outputs(cmp: verdict.Comparison, table: str,
+                  out: pathlib.Path | None,
                   plot: bool = True) -> list[pathlib.Path]:
     """The table, JSON and PNG, next to the candidate's runs (or in out).
     Named after the series compared; an existing comparison is never
@@ -365,23 +362,60 @@ def write_outputs(cmp: Comparison, table: str, out: pathlib.Path | None,
     return written
 
 
-def compare(sides: list[list[runs.Series]], args: argparse.Namespace,
-            out: pathlib.Path | None = None) -> list[Comparison]:
-    done = []
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the verdict is asked (add_stat_options' options): from a
+    command line with of(), or as a caller without one sets it."""
+    confidence: float = 0.95
+    floor: float = verdict.FLOOR
+    min_effect: float = verdict.MIN_EFFECT
+    force: bool = False
+    show_all: bool = False              # --all: every row in the table
+    vary: tuple[str, ...] = ()          # parameters the sets differ in
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Settings:
+        return cls(confidence=args.confidence, floor=args.floor,
+                   min_effect=args.min_effect, force=args.force,
+                   show_all=args.all,
+                   vary=tuple(getattr(args, "vary_params", ())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """One comparison (a storm and its parameters on every side): the
+    verdict's model and the table compare prints for it."""
+    comparison: verdict.Comparison
+    table: str
+
+
+def compare(sides: list[list[runs.Series]],
+            settings: Settings = Settings()) -> list[Result]:
+    """The comparisons of the sides (pair's groups), computed: nothing is
+    printed or written (show does that)."""
+    out = []
     for group in pair(sides):
-        cmp = build(group, confidence=args.confidence, floor=args.floor,
-                    min_effect=args.min_effect, force=args.force,
-                    vary=getattr(args, "vary_params", ()))
-        table = render(cmp, show_all=args.all)
-        print(table)
-        if not args.no_write:
-            for f in write_outputs(cmp, table, out, plot=not args.no_plot):
+        cmp = verdict.build(group, confidence=settings.confidence,
+                            floor=settings.floor,
+                            min_effect=settings.min_effect,
+                            force=settings.force, vary=settings.vary)
+        out.append(Result(cmp, render(cmp, show_all=settings.show_all)))
+    return out
+
+
+def show(results: list[Result], out: pathlib.Path | None, *, write: bool,
+         plot: bool = True) -> None:
+    """Print each comparison's table and, when asked, write its files
+    (write_outputs), saying where."""
+    for r in results:
+        print(r.table)
+        if write:
+            for f in write_outputs(r.comparison, r.table, out, plot=plot):
                 print(f"wrote {f}", file=sys.stderr)
-        done.append(cmp)
-    return done
 
 
-def exit_status(done: list[Comparison], fail_above: float | None) -> int:
+def exit_status(done: list[verdict.Comparison],
+                fail_above: float | None) -> int:
     """EXIT_REGRESSION when --fail-above is given and a primary metric got
     significantly worse by more than it (for CI gates), else 0."""
     if fail_above is None:
@@ -404,9 +438,9 @@ def add_stat_options(p: argparse.ArgumentParser, writes: bool = True
                    metavar="PCT",
                    help="changes smaller than this are never a change "
                    f"(default {verdict.MIN_EFFECT:g}%%)")
-    p.add_argument("--floor", type=float, default=FLOOR,
+    p.add_argument("--floor", type=float, default=verdict.FLOOR,
                    help="interrupt counts whose means are all below this "
-                   f"are not changes (default {FLOOR:g})")
+                   f"are not changes (default {verdict.FLOOR:g})")
     p.add_argument("--fail-above", type=float, metavar="PCT",
                    help=f"exit {EXIT_REGRESSION} when a primary metric "
                    "(time, IPIs or instructions per operation) got "
@@ -422,17 +456,6 @@ def add_stat_options(p: argparse.ArgumentParser, writes: bool = True
                        help="print the table only; write no files")
 
 
-def stat_defaults(**over: Any) -> argparse.Namespace:
-    """The statistics options at their defaults (for callers that build
-    comparisons without a command line), with some set otherwise."""
-    p = argparse.ArgumentParser()
-    add_stat_options(p)
-    args = p.parse_args([])
-    for k, v in over.items():
-        setattr(args, k, v)
-    return args
-
-
 def check_stat_options(p: argparse.ArgumentParser,
                        args: argparse.Namespace) -> None:
     if not 0 < args.confidence < 1:
@@ -441,7 +464,7 @@ def check_stat_options(p: argparse.ArgumentParser,
         p.error("--min-effect must not be negative")
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm compare",
         description="Compare storm result sets, boots as the unit of "
@@ -477,14 +500,21 @@ def main(argv: list[str]) -> int:
     p.add_argument("--pool", action="store_true",
                    help="read every series of a directory, not the newest")
     add_stat_options(p, writes=False)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
-    args.no_write = args.out is None
     check_stat_options(p, args)
     try:
         sides = [runs.resolve(s, args.results, pool=args.pool)
                  for s in [args.baseline] + args.candidates]
-        done = compare(sides, args, args.out)
-    except (runs.RunError, CompareError) as e:
+        results = compare(sides, Settings.of(args))
+    except (runs.RunError, verdict.CompareError) as e:
         print(f"storm compare: {e}", file=sys.stderr)
         return 2
-    return exit_status(done, args.fail_above)
+    # results/ holds runs: a comparison is written where it was asked for
+    show(results, args.out, write=args.out is not None,
+         plot=not args.no_plot)
+    return exit_status([r.comparison for r in results], args.fail_above)

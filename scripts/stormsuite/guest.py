@@ -172,37 +172,38 @@ def run_command(cmd: list[str], prefix: str = "") -> int:
     return proc.wait()
 
 
-def find_runs(results: pathlib.Path, label: str, storms: Sequence[str],
-              series: str, name: str) -> dict[str, list[pathlib.Path]]:
-    """boot id -> the run files of this series that the guest called
-    name wrote under results/<label>."""
-    out: dict[str, list[pathlib.Path]] = {}
-    for storm in sorted(set(storms)):
-        for f in sorted((results / label).glob(f"{storm}-*/run-*.json")):
+def untraced_runs(listing: pathlib.Path) -> list[pathlib.Path]:
+    """The run files a boot's storm runs listed (their stdout: the path of
+    every file written, one a line), less the traced runs."""
+    out = []
+    for line in listing.read_text(errors="replace").splitlines():
+        f = pathlib.Path(line)
+        if not line or not f.exists():
+            continue
+        if f.suffix == ".json":
             try:
                 doc = json.loads(f.read_text(errors="replace"))
             except (OSError, ValueError):
                 continue
-            run = doc.get("run", {})
-            if run.get("series") == series and not run.get("traced") \
-                    and doc.get("env", {}).get("guest_name") == name:
-                out.setdefault(str(doc.get("env", {}).get("boot_id")),
-                               []).append(f)
+            if doc.get("run", {}).get("traced"):
+                continue
+        out.append(f)
     return out
 
 
 def boot_command(boot: Boot, *, runs: int, warmup: int,
-                 results: pathlib.Path, extra: Sequence[str] = ()
-                 ) -> list[str]:
+                 results: pathlib.Path, listing: pathlib.Path,
+                 extra: Sequence[str] = ()) -> list[str]:
     """What the guest runs: storm run for each step, stopping at the
-    first that fails (the boot then fails)."""
+    first that fails (the boot then fails), the paths of the files each
+    wrote (its stdout) added to LISTING."""
     cmds = [["scripts/storm", "run", "--runs", str(runs), "--warmup",
              str(warmup), "--results", str(results), "--label", boot.label,
              "--series", boot.series, *extra, step.storm, *step.params]
             for step in boot.steps]
-    if len(cmds) == 1:
-        return cmds[0]
-    return ["sh", "-c", " && ".join(shlex.join(c) for c in cmds)]
+    return ["sh", "-c", " && ".join(f"{shlex.join(c)} >>"
+                                    f"{shlex.quote(str(listing))}"
+                                    for c in cmds)]
 
 
 def run_storm(boot: Boot, *, runs: int, warmup: int, results: pathlib.Path,
@@ -212,27 +213,34 @@ def run_storm(boot: Boot, *, runs: int, warmup: int, results: pathlib.Path,
     wrote (runs of each step)."""
     if not boot.steps:
         raise GuestError(f"{boot.name}: nothing to run")
-    storms = [step.storm for step in boot.steps]
+    results = results.resolve()
     results.mkdir(parents=True, exist_ok=True)
-    before = find_runs(results, boot.label, storms, boot.series, boot.name)
     VM_STATE.mkdir(parents=True, exist_ok=True)
     fd, status = tempfile.mkstemp(prefix="status-", suffix=".json",
                                   dir=VM_STATE)
     os.close(fd)
     status_file = pathlib.Path(status)
+    # where the guest lists the files its storm runs wrote: in the
+    # results directory, which it may write
+    fd, name = tempfile.mkstemp(prefix=".run-files-", dir=results)
+    os.close(fd)
+    listing = pathlib.Path(name)
     cmd = vm_command(
         boot.guest, boot_command(boot, runs=runs, warmup=warmup,
-                                 results=results, extra=extra),
+                                 results=results, listing=listing,
+                                 extra=extra),
         boot.name, concurrent_with,
-        [] if results.resolve() == RESULTS.resolve() else [results],
+        [] if results == RESULTS.resolve() else [results],
         status_file)
     t0 = time.monotonic()
-    rc = run_command(cmd, prefix)
-    seconds = time.monotonic() - t0
-    failed = outcome_text(status_file, rc) if rc != 0 else ""
-    status_file.unlink(missing_ok=True)
-    after = find_runs(results, boot.label, storms, boot.series, boot.name)
-    new = [f for key, fs in after.items() if key not in before for f in fs]
+    try:
+        rc = run_command(cmd, prefix)
+        seconds = time.monotonic() - t0
+        failed = outcome_text(status_file, rc) if rc != 0 else ""
+        new = untraced_runs(listing)
+    finally:
+        status_file.unlink(missing_ok=True)
+        listing.unlink(missing_ok=True)
     if rc != 0:
         raise GuestError(f"{boot.name}: {failed}; {len(new)} run files "
                          f"came back")

@@ -27,6 +27,7 @@ import sys
 import time
 
 from . import REPO
+from .git import git
 
 GUEST_CONFIG = REPO / "configs" / "guest.config"
 BUILD_ROOT = REPO / "build" / "kernel"
@@ -61,15 +62,6 @@ def tree_key(tree: pathlib.Path) -> str:
 
 def default_out(tree: pathlib.Path, suffix: str = "") -> pathlib.Path:
     return BUILD_ROOT / (tree_key(tree) + (f"-{suffix}" if suffix else ""))
-
-
-def git(tree: pathlib.Path, *args: str, check: bool = True) -> str:
-    """git -C tree ARGS: its output; RuntimeError with git's message."""
-    res = subprocess.run(["git", "-C", str(tree), *args], text=True,
-                         stdin=subprocess.DEVNULL, capture_output=True)
-    if check and res.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {res.stderr.strip()}")
-    return res.stdout.strip()
 
 
 def git_revision(tree: pathlib.Path) -> str:
@@ -272,7 +264,7 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
     return Built(out=out, release=release, seconds=seconds, revision=revision)
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm kernel build",
         description="Build a guest kernel from a source tree into a separate "
@@ -291,18 +283,12 @@ def main(argv: list[str]) -> int:
                    "does (default -storm)")
     p.add_argument("-j", "--jobs", type=int,
                    help="parallel jobs (default: CPU count)")
-    if argv and argv[0] == "source":
-        from . import linux_source
-        return linux_source.main(argv[1:])
-    if not argv or argv[0] != "build":
-        if argv and argv[0] in ("-h", "--help"):
-            p.print_help()
-            print("\nalso: storm kernel source [DIR]: Debian's "
-                  "linux-source-6.1 as a git tree (--help for more)")
-            return 0
-        p.error("usage: storm kernel build TREE [options] | "
-                "storm kernel source [DIR]")
-    args = p.parse_args(argv[1:])
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
+    args = p.parse_args(argv)
     for frag in args.config:
         if not frag.is_file():
             p.error(f"{frag}: no such config fragment")

@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 from . import REPO
-from .kbuild import git
+from .git import git
 
 TREE = REPO / "build" / "linux-source-6.1"
 TAG = "storm-linux-source"
@@ -95,7 +95,7 @@ def ensure(tree: pathlib.Path = TREE, say=None) -> str:
     return git(tree, "rev-parse", f"{TAG}^{{commit}}")
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm kernel source",
         description=f"Unpack Debian's {PACKAGE} (installed with apt-get if "
@@ -103,6 +103,11 @@ def main(argv: list[str]) -> int:
         "the tree the seeds and the e2e bisect build from.")
     p.add_argument("dir", nargs="?", type=pathlib.Path, default=TREE,
                    help=f"where (default {TREE.relative_to(REPO)})")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     try:
         rev = ensure(args.dir.resolve())

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from . import compare, guest, kernels, runs
+from . import compare, guest, kernels, options, runs, verdict
 
 
 def label_for(release: str, append: str, vary: str = "") -> str:
@@ -54,81 +54,6 @@ def unique_labels(labels: list[str]) -> list[str]:
             lb = f"{lb}.{chr(ord('a') + seen[lb] - 1)}"
         out.append(lb)
     return out
-
-
-# Boots a side by what the primary metric is (docs/drivers.md, "Why the
-# default design"): instructions per operation, nearly deterministic,
-# need few; time per operation needs 8+8 boots x 5 runs to call a 5%
-# change 90% of the time (resampled real boots, storm simulate).
-BOOTS_COUNTED, BOOTS_TIMED = 3, 8
-
-
-def add_guest_options(p: argparse.ArgumentParser, per: str, *,
-                      boots: int | None = None, runs_: int = 5,
-                      cpus: int = 4, timeout: float = 900,
-                      results: pathlib.Path | None = runs.RESULTS,
-                      results_help: str = "$STORM_RESULTS or results/"
-                      ) -> None:
-    """How many boots and runs, in what guest: shared by matrix, ab,
-    bisect and the seeds (with their own defaults). boots None: by the
-    primary metric (check_guest_options)."""
-    p.add_argument("--boots", type=int, default=boots,
-                   help=f"guests booted per {per}, the unit of replication "
-                   + (f"(default {boots})" if boots is not None else
-                      f"(default {BOOTS_COUNTED} where instructions are "
-                      f"counted, the primary metric under TCG; "
-                      f"{BOOTS_TIMED} where time is primary, with "
-                      "--no-insn)"))
-    p.add_argument("--runs", type=int, default=runs_,
-                   help=f"measured runs per boot (default {runs_})")
-    p.add_argument("--warmup", type=int, default=1,
-                   help="warm-up runs per boot, thrown away (default 1)")
-    p.add_argument("--jobs", type=int, default=guest.default_jobs(),
-                   help="guests at a time (default 2 on a host with 2 "
-                   "cores or more: each TCG guest uses one)")
-    p.add_argument("--cpus", type=int, default=cpus,
-                   help=f"vCPUs (default {cpus})")
-    p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
-    p.add_argument("--timeout", type=float, default=timeout,
-                   help="seconds per guest before it is killed "
-                   f"(default {timeout:.0f})")
-    p.add_argument("--results", type=pathlib.Path, default=results,
-                   help=f"where the run files go (default: {results_help})")
-    p.add_argument("--no-insn", dest="insn", action="store_false",
-                   help="do not count instructions (by default TCG guests "
-                   "run the storm-insn plugin, and instructions per "
-                   "operation are primary metrics)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the plan (boots, runs) and its estimated "
-                   "time; run nothing")
-
-
-def check_guest_options(p: argparse.ArgumentParser,
-                        args: argparse.Namespace,
-                        one_boot: bool = False) -> None:
-    """one_boot: the command can decide on instructions with one boot a
-    side (matrix, ab), so --boots 1 is allowed where they are counted."""
-    if args.runs < 1 or args.warmup < 0:
-        p.error("--runs must be at least 1 and --warmup not negative")
-    if args.boots is None:
-        args.boots = BOOTS_COUNTED if counted(args) else BOOTS_TIMED
-    if args.boots < 1 or args.jobs < 1:
-        p.error("--boots and --jobs must be at least 1")
-    if args.boots < 2 and not (one_boot and getattr(args, "insn", False)):
-        p.error("--boots 1 can never show a change in time: boots are the "
-                "unit of replication and a test needs two a side"
-                + (" (with instruction counts, without --no-insn, one boot "
-                   "a side decides on instructions)" if one_boot else
-                   " (use storm vm -- storm run for a single look)"))
-    for prm in getattr(args, "params", []):
-        if "=" not in prm:
-            p.error(f"{prm}: parameters are NAME=VALUE")
-
-
-def counted(args: argparse.Namespace) -> bool:
-    """Instructions will be counted: the plugin, in a TCG guest."""
-    return bool(getattr(args, "insn", False)) and \
-        getattr(args, "accel", None) in (None, "tcg")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +94,8 @@ class Design:
 
     @classmethod
     def of(cls, args: argparse.Namespace, **over: Any) -> Design:
-        """From a command's options (add_guest_options and the storm)."""
+        """From a command's options (options.add_guest_options and the
+        storm)."""
         extra = tuple(flag for flag, name in (("--trace", "trace"),
                                               ("--bpftrace", "bpftrace"))
                       if getattr(args, name, False))
@@ -239,9 +165,13 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
     t0 = time.monotonic()
     if len(sets) > 1:
         try:
-            done = compare.compare([[s] for s in sets], args, args.out)
-            status = compare.exit_status(done, args.fail_above)
-        except (runs.RunError, compare.CompareError) as e:
+            results = compare.compare([[s] for s in sets],
+                                      compare.Settings.of(args))
+            compare.show(results, args.out, write=not args.no_write,
+                         plot=not args.no_plot)
+            status = compare.exit_status([r.comparison for r in results],
+                                         args.fail_above)
+        except (runs.RunError, verdict.CompareError) as e:
             print(f"{who}: {e}", file=sys.stderr)
             status = 2
     total = time.monotonic() - started + build_seconds
@@ -254,7 +184,7 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
     return status
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm matrix",
         description="Run STORM with the parameters on every combination of "
@@ -278,7 +208,7 @@ def main(argv: list[str]) -> int:
                    help="a module parameter at each value, on every kernel "
                    "and boot arguments (e.g. handler_ns=0,250: what the "
                    "parameter costs); the first value is the baseline")
-    add_guest_options(p, "combination")
+    options.add_guest_options(p, "combination")
     p.add_argument("--trace", action="store_true",
                    help="also one trace-cmd run per boot (kept apart from "
                    "the statistics)")
@@ -290,8 +220,13 @@ def main(argv: list[str]) -> int:
     compare.add_stat_options(p)
     p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
-    check_guest_options(p, args, one_boot=True)
+    options.check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)
     kernel_specs = args.kernel or ["6.1"]
     appends = args.append or [""]

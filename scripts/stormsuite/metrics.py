@@ -101,6 +101,17 @@ class Metric:
     unit: str           # "ns", "/s", ""
     role: str = dataclasses.field(default=SECONDARY, compare=False)
 
+    def __hash__(self) -> int:
+        # what the generated hash would be, kept: a comparison looks its
+        # metrics up by the hundred thousand (storm simulate, thousands
+        # of comparisons)
+        try:
+            return self._hash       # type: ignore[has-type]
+        except AttributeError:
+            h = hash((self.name, self.kind, self.unit))
+            object.__setattr__(self, "_hash", h)
+            return h
+
     @property
     def stat(self) -> str:
         """mmtests: Hmean for rates, Amean for the rest."""

@@ -131,7 +131,7 @@ def mmtests(cmp: verdict.Comparison, show_all: bool = False) -> str:
 STYLES = {"0day": zeroday, "mmtests": mmtests}
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm report",
         description="Print a comparison of result sets (as storm compare "
@@ -147,20 +147,22 @@ def main(argv: list[str]) -> int:
     p.add_argument("--pool", action="store_true",
                    help="read every series of a directory, not the newest")
     compare.add_stat_options(p, writes=False)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     compare.check_stat_options(p, args)
-    done = []
     try:
         sets = [runs.resolve(s, args.results, pool=args.pool)
                 for s in [args.baseline] + args.candidates]
-        for group in compare.pair(sets):
-            cmp = verdict.build(group, confidence=args.confidence,
-                                floor=args.floor, min_effect=args.min_effect,
-                                force=args.force)
-            # --all: every row, not only the primary and marked ones
-            print(STYLES[args.style](cmp, args.all))
-            done.append(cmp)
+        done = [r.comparison for r in
+                compare.compare(sets, compare.Settings.of(args))]
     except (runs.RunError, verdict.CompareError) as e:
         print(f"storm report: {e}", file=sys.stderr)
         return 2
+    for cmp in done:
+        # --all: every row, not only the primary and marked ones
+        print(STYLES[args.style](cmp, args.all))
     return compare.exit_status(done, args.fail_above)

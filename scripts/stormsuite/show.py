@@ -1,4 +1,5 @@
-"""storm show: a storm result file, summarised for people.
+"""storm show: a storm result file, or the result in a run file,
+summarised for people.
 
 Percentiles come from the module's log-linear histogram buckets (within
 about 6% of the true value), computed here rather than in the kernel.
@@ -10,7 +11,7 @@ import argparse
 import pathlib
 import sys
 
-from . import result
+from . import result, runs
 
 PERCENTILES = (50, 90, 99, 99.9)
 
@@ -62,19 +63,35 @@ def summary(res: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm show",
         description="Summarise storm result files (the module's "
-        "/sys/kernel/debug/<storm>/result): senders, latency percentiles, "
+        "/sys/kernel/debug/<storm>/result) or the results in run files "
+        "(storm run's run-*.json): senders, latency percentiles, "
         "interrupt deltas per CPU.")
     p.add_argument("files", nargs="+", type=pathlib.Path)
+    return p
+
+
+def load(path: pathlib.Path) -> dict[str, str]:
+    """The storm's result lines: a result file as the module wrote it, or
+    the result section of a run file (storm run's JSON, or its capture
+    directory), with its values as the result file spells them."""
+    if path.is_dir() or path.suffix == ".json":
+        doc = runs.load_run(path)
+        return {k: str(v) for k, v in doc["result"].items()}
+    return result.parse(path.read_text())
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     rc = 0
     for f in args.files:
         try:
-            print(summary(result.parse(f.read_text())))
-        except (OSError, result.ResultError) as e:
+            print(summary(load(f)))
+        except (OSError, result.ResultError, runs.RunError) as e:
             print(f"storm show: {f}: {e}", file=sys.stderr)
             rc = 1
     return rc

@@ -416,7 +416,7 @@ def bisect_accuracy(rng: np.random.Generator, noise: Noise | RealNoise,
     return right / trials, boots / trials
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm simulate",
         description="Measure the verdicts' error rates through the real "
@@ -454,6 +454,11 @@ def main(argv: list[str]) -> int:
                    help="one figure only (detectable: the smallest change "
                    "called 90%% of the time, --model only, not run by "
                    "default)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     if args.trials < 1 or args.boots < 1 or args.runs < 1:
         p.error("--trials, --boots and --runs must be positive")
@@ -476,6 +481,22 @@ def main(argv: list[str]) -> int:
               f"{level or ', '.join(have)} (resampled); "
               f"{args.boots} boots x {args.runs} runs a side; "
               f"{args.trials} trials, seed {args.seed}")
+
+    plan = BisectPlan(boots=min(args.boots, BisectPlan.boots),
+                      runs=args.bisect_runs)
+    # bisect accuracy on real noise: every level's boots over their level
+    drawn: Noise | RealNoise = noise if args.model else \
+        RealNoise.of(*[real_boots(args.data, lv)
+                       for lv in levels(args.data)])
+    bisects = args.only in (None, "bisect")
+    short = ""
+    if bisects and isinstance(drawn, RealNoise) and \
+            not any(len(b) >= plan.runs for b in drawn.boots):
+        short = (f"the data set's boots have fewer than {plan.runs} runs "
+                 "(give --bisect-runs, or --data ipistorm-6.1-e2e)")
+        if args.only == "bisect":
+            p.error(short)
+        bisects = False
 
     def rates(change: float) -> tuple[float, float]:
         if args.model:
@@ -506,17 +527,9 @@ def main(argv: list[str]) -> int:
         print("smallest change called 90% of the time: "
               + (f"{100 * found:g}%" if found else
                  f"more than {100 * DETECT_GRID[-1]:g}%"))
-    if args.only in (None, "bisect"):
-        plan = BisectPlan(boots=min(args.boots, BisectPlan.boots),
-                          runs=args.bisect_runs)
-        # every level's boots over their level
-        drawn: Noise | RealNoise = noise if args.model else \
-            RealNoise.of(*[real_boots(args.data, lv)
-                           for lv in levels(args.data)])
-        if isinstance(drawn, RealNoise) and \
-                not any(len(b) >= plan.runs for b in drawn.boots):
-            p.error(f"the data set's boots have fewer than {plan.runs} "
-                    "runs: give --bisect-runs")
+    if not bisects and args.only is None:
+        print(f"bisect: not simulated: {short}")
+    if bisects:
         for effect in (0.05, 0.10, 0.20):
             right, boots = bisect_accuracy(rng, drawn, effect, args.trials,
                                            args.commits, plan)

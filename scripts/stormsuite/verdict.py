@@ -351,8 +351,9 @@ def of_runs(docs: list[dict[str, Any]]) -> dict[metrics.Metric, list[float]]:
     runs thousands of times)."""
     per_run = [d["_metrics"] if "_metrics" in d else metrics.of_run(d)
                for d in docs]
-    common = [m for m in per_run[0] if all(m in p for p in per_run[1:])] \
-        if per_run else []
+    shared = set(per_run[0]).intersection(*per_run[1:]) if per_run \
+        else set()
+    common = [m for m in per_run[0] if m in shared] if per_run else []
     return {m: [p[m] for p in per_run] for m in common}
 
 

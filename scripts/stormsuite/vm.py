@@ -430,7 +430,7 @@ def report_failure(state: pathlib.Path, why: str) -> None:
     print(f"storm vm: guest files kept in {state}", file=sys.stderr)
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm vm",
         description="Boot a kernel in a QEMU guest with virtme-ng and run "
@@ -487,6 +487,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="-- COMMAND [ARG...]: run as root in the "
                    "repository directory (required)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     if args.command and args.command[0] == "--":
         args.command = args.command[1:]

@@ -28,33 +28,8 @@ case_dir() {
 	mkdir -p "$OUT/$1" && printf '%s\n' "$OUT/$1"
 }
 
-# A unique line written to the kernel log, and what the log has after it.
-# Counting lines would break once the log buffer wraps; a mark that has
-# been overwritten yields nothing, which the checks then notice.
-dmesg_mark() {
-	read -r id </proc/sys/kernel/random/uuid
-	echo "storm-check-mark $id" >/dev/kmsg
-	printf '%s\n' "$id"
-}
-
-dmesg_since() {
-	dmesg | awk -v id="storm-check-mark $1" 'found { print }
-		index($0, id) { found = 1 }'
-}
-
-# Let udev finish the uevents of earlier module loads before a storm's
-# counts start: after faults.py's hundreds of loads systemd-udevd works
-# on for seconds, and its root-filesystem I/O wakes tasks on the storm's
-# target with call-function IPIs, on the CPUs the storm counts
-# (docs/evidence/udev-after-faults.md).
-# Prints udevadm's status and the seconds it waited; an empty queue
-# returns at once.
-udev_settle() {
-	command -v udevadm >/dev/null 2>&1 || return 0
-	settle_start=$(date +%s)
-	udevadm settle --timeout=60 2>/dev/null
-	echo "rc=$? seconds=$(seconds_since "$settle_start")"
-}
+# dmesg_mark, dmesg_since and udev_settle: storm run's own
+. scripts/storm-capture.sh
 
 hook() {
 	[ -z "${STORM_HOOK:-}" ] || "$STORM_HOOK" "$@"

@@ -37,6 +37,16 @@ def listing() -> str:
     return "\n".join(lines)
 
 
+def parser(nnn: str) -> argparse.ArgumentParser:
+    seed = load(nnn)
+    p = argparse.ArgumentParser(prog=f"storm seed {nnn}",
+                                description=seed.__doc__,
+                                formatter_class=argparse.
+                                RawDescriptionHelpFormatter)
+    seed.add_arguments(p)
+    return p
+
+
 def main(argv: list[str]) -> int:
     usage = ("usage: storm seed NNN [--help] [options]\n\n"
              "Reproduce a seed's measurement: build its kernels from "
@@ -51,23 +61,19 @@ def main(argv: list[str]) -> int:
         return 2
     seed = load(nnn)
     who = f"storm seed {nnn}"
-    p = argparse.ArgumentParser(prog=who, description=seed.__doc__,
-                                formatter_class=argparse.
-                                RawDescriptionHelpFormatter)
-    seed.add_arguments(p)
+    p = parser(nnn)
     args = p.parse_args(argv[1:])
-    args.params = []
-    from .. import matrix
-    matrix.check_guest_options(p, args)
+    from .. import options
+    options.check_guest_options(p, args)
     seed.check(p, args)
     if args.dry_run:
         print(f"{who}: {seed.plan(args)}")
         return 0
-    from .. import compare, guest, kbuild, linux_source, source
+    from .. import guest, kbuild, linux_source, source, verdict
     try:
         return seed.run(args, who)
     except (guest.GuestError, kbuild.BuildError, source.SourceError,
-            linux_source.SourceTreeError, compare.CompareError) as e:
+            linux_source.SourceTreeError, verdict.CompareError) as e:
         # the run files written so far stay under results/seeds/
         print(f"{who}: {e}", file=sys.stderr)
         return 1

@@ -10,15 +10,16 @@ which is also the label of its results under results/seeds/NNN/.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
 import pathlib
 import sys
 import time
-from typing import Any
+from typing import Any, Iterator
 
-from .. import REPO, compare, linux_source, matrix, runs, source
+from .. import REPO, compare, linux_source, matrix, options, runs, source
 
 RESULTS = runs.RESULTS / "seeds"
 PATCHES = REPO / "patches"
@@ -80,6 +81,29 @@ def check_patches(kernels: list[Kernel], tree: pathlib.Path,
             source.check_patch(tree, rev, k.patch_path)
 
 
+def at_least(p: argparse.ArgumentParser, args: argparse.Namespace,
+             why: str = "", **least: int) -> None:
+    """Refuse an option below its least value (--numipi must be at least
+    1), with WHY when one is given."""
+    for name, n in least.items():
+        if getattr(args, name) < n:
+            p.error(f"--{name} must be at least {n}" + (f": {why}" if why
+                                                        else ""))
+
+
+@contextlib.contextmanager
+def built(kernels: list[Kernel], who: str,
+          clock: Clock) -> Iterator[dict[str, pathlib.Path]]:
+    """The kernels built (or found built), name -> build directory, held
+    against another command's rebuild (source.lock) while the block boots
+    them; the clock's laps are the builds and the boots."""
+    with source.lock(who):
+        outs = build(kernels, who)
+        clock.lap("builds")
+        yield outs
+        clock.lap("boots and runs")
+
+
 def build(kernels: list[Kernel], who: str) -> dict[str, pathlib.Path]:
     """Every kernel built (or found built); name -> build directory. The
     caller holds source.lock()."""
@@ -94,7 +118,7 @@ def build(kernels: list[Kernel], who: str) -> dict[str, pathlib.Path]:
 
 def add_guest_options(p: argparse.ArgumentParser, *, cpus: int, boots: int,
                       runs_: int, timeout: float = 1800) -> None:
-    matrix.add_guest_options(
+    options.add_guest_options(
         p, "kernel and boot arguments", boots=boots, runs_=runs_, cpus=cpus,
         timeout=timeout, results=None,
         results_help="seeds/<the seed's number> in $STORM_RESULTS or results/")
@@ -107,8 +131,12 @@ def measure(sides: list[matrix.Side], args: argparse.Namespace, storm: str,
     design = matrix.Design.of(args, storm=storm, params=tuple(params))
     sets, _, breakdown = matrix.measure(sides, design, results)
     say("storm seed", f"guests: {breakdown}")
-    args.accel = accel_of([r for s in sets for r in s.runs])
     return sets
+
+
+def accel(sets: list[runs.Series]) -> str:
+    """accel_of the runs of every series."""
+    return accel_of([r for s in sets for r in s.runs])
 
 
 def accel_of(docs: list[dict[str, Any]]) -> str:
@@ -119,14 +147,13 @@ def accel_of(docs: list[dict[str, Any]]) -> str:
     return "accel " + "/".join(seen)
 
 
-def compare_two(base: runs.Series, cand: runs.Series,
-                **stat: Any) -> dict[str, Any]:
+def compare_two(base: runs.Series, cand: runs.Series) -> dict[str, Any]:
     """storm compare of two series: its table printed, its files written
     next to the candidate's runs (compare-vs-<base label>.*); the
     comparison as JSON."""
-    done = compare.compare([[base], [cand]], compare.stat_defaults(**stat),
-                           None)
-    return compare.to_json(done[0])
+    results = compare.compare([[base], [cand]])
+    compare.show(results, None, write=True)
+    return compare.to_json(results[0].comparison)
 
 
 def mean(doc: dict[str, Any], metric: str, label: str) -> float:

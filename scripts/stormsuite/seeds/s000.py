@@ -18,7 +18,6 @@ import argparse
 import math
 from typing import Any
 
-from .. import source
 from . import common
 
 TITLE = "IPI only to an empty call queue: overlapping smp_call_function_many"
@@ -44,11 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.cpus < 3:
-        p.error("--cpus must be at least 3: overlapping targets need "
-                "three CPUs")
-    if args.numipi < 1:
-        p.error("--numipi must be at least 1")
+    common.at_least(p, args, "overlapping targets need three CPUs", cpus=3)
+    common.at_least(p, args, numipi=1)
 
 
 def params(args: argparse.Namespace, wait: str) -> list[str]:
@@ -67,9 +63,8 @@ def run(args: argparse.Namespace, who: str) -> int:
     results = common.results_dir(args, "000")
     clock = common.Clock()
     docs: dict[str, list[dict[str, Any]]] = {}
-    with source.lock(who):
-        outs = common.build(KERNELS, who)
-        clock.lap("builds")
+    measured = []
+    with common.built(KERNELS, who, clock) as outs:
         sides = common.sides(KERNELS, outs)
         for wait in WAITS:
             sets = common.measure(sides, args, "ipistorm",
@@ -77,8 +72,9 @@ def run(args: argparse.Namespace, who: str) -> int:
             # the seed's direction: without the fix first
             docs[wait] = [common.compare_two(s, sets[-1])
                           for s in sets[:-1]]
-        clock.lap("boots and runs")
-    common.finish(who, "000", results, answer(args, docs), clock,
+            measured += sets
+    common.finish(who, "000", results,
+                  answer(args, docs, common.accel(measured)), clock,
                   {"comparisons": docs})
     return 0
 
@@ -89,11 +85,11 @@ def _arrow(pct: float) -> str:
     return ("\u2191" if pct > 0 else "\u2193") + f"{abs(pct):.1f}%"
 
 
-def answer(args: argparse.Namespace,
-           docs: dict[str, list[dict[str, Any]]]) -> str:
+def answer(args: argparse.Namespace, docs: dict[str, list[dict[str, Any]]],
+           accel: str) -> str:
     lines = [f"seed 000: {args.cpus} senders, each calling the other "
              f"{args.cpus - 1} with smp_call_function_many; {args.boots} "
-             f"boots x {args.runs} runs a kernel, {args.accel}", ""]
+             f"boots x {args.runs} runs a kernel, {accel}", ""]
     for wait, pair in docs.items():
         lines.append(f"ipistorm {' '.join(params(args, wait))}")
         for doc, kernel in zip(pair, KERNELS):

@@ -71,8 +71,7 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             vm.numa_nodes(args.cpus, args.memory, n)
         except ValueError as e:
             p.error(str(e))
-    if args.numflush < 1 or args.numipi < 1:
-        p.error("--numflush and --numipi must be at least 1")
+    common.at_least(p, args, numflush=1, numipi=1)
     try:
         kernels.resolve(args.kernel)
     except kernels.KernelNotFound as e:
@@ -154,11 +153,11 @@ def run(args: argparse.Namespace, who: str) -> int:
         return 1
     clock.lap("boots and runs")
     common.say(who, f"guests: {guest.breakdown(done)}")
-    args.accel = common.accel_of([runs.load_run(done[-1].files[-1])])
+    accel = common.accel_of([runs.load_run(done[-1].files[-1])])
     cells = []
     for n, side in zip(node_counts(args), sides):
         cells += collect(args, n, results / side[0].label, side[0].series)
-    common.finish(who, "001", results, answer(args, release, cells), clock,
+    common.finish(who, "001", results, answer(args, release, cells, accel), clock,
                   {"kernel": release, "cpus": args.cpus,
                    "cells": [dataclasses.asdict(c) for c in cells]})
     return 0
@@ -224,12 +223,12 @@ def collect(args: argparse.Namespace, nodes: int, d: pathlib.Path,
 
 
 def answer(args: argparse.Namespace, release: str,
-           cells: list[Cell]) -> str:
+           cells: list[Cell], accel: str) -> str:
     counts = node_counts(args)
     lines = [f"seed 001: {release}, {args.cpus} vCPUs as "
              f"{', '.join(map(str, counts))} NUMA node(s) (no SLIT: Linux's "
              f"distances, 10 local and 20 remote); {args.boots} boots x "
-             f"{args.runs} runs; {args.accel}", "",
+             f"{args.runs} runs; {accel}", "",
              "  By node pair: CPU 0 (node 0) to the last cpus/nodes-1 CPUs "
              "of node B",
              f"  {'nodes':>5} {'pair':10} {'storm':9} {'time/op':>10} "

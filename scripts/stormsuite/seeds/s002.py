@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from .. import runs, source
+from .. import runs
 from . import common
 
 TITLE = "IPIs of kmem_cache_create on SLAB and SLUB (slabstorm)"
@@ -40,10 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.numcache < 1:
-        p.error("--numcache must be at least 1")
-    if args.cpus < 2:
-        p.error("--cpus must be at least 2: the IPIs go to the other CPUs")
+    common.at_least(p, args, numcache=1)
+    common.at_least(p, args, "the IPIs go to the other CPUs", cpus=2)
 
 
 def params(args: argparse.Namespace) -> list[str]:
@@ -61,12 +59,9 @@ def plan(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace, who: str) -> int:
     results = common.results_dir(args, "002")
     clock = common.Clock()
-    with source.lock(who):
-        outs = common.build(KERNELS, who)
-        clock.lap("builds")
+    with common.built(KERNELS, who, clock) as outs:
         sets = common.measure(common.sides(KERNELS, outs), args,
                               "slabstorm", params(args), results)
-        clock.lap("boots and runs")
     docs = [common.compare_two(sets[0], s) for s in sets[1:]]
     common.finish(who, "002", results,
                   answer(args, [phase_means(s) for s in sets]), clock,

@@ -37,6 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="broadcasts per run (default 2000)")
 
 
+def kernel_specs(args: argparse.Namespace) -> list[str]:
+    """--kernel as given, or the default two (append's default list
+    would be appended to, not replaced)."""
+    return args.kernel or KERNELS
+
+
 def sizes(args: argparse.Namespace) -> list[int]:
     return [int(x) for x in args.sizes.split(",") if x.strip()]
 
@@ -49,10 +55,8 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not got or any(n < 2 or n > 255 for n in got):
         p.error("--sizes: every size between 2 (a broadcast needs a "
                 "target) and 255 vCPUs")
-    if args.numipi < 1:
-        p.error("--numipi must be at least 1")
-    args.kernel = args.kernel or KERNELS
-    for spec in args.kernel:
+    common.at_least(p, args, numipi=1)
+    for spec in kernel_specs(args):
         try:
             kernels.resolve(spec)
         except kernels.KernelNotFound as e:
@@ -64,7 +68,7 @@ def params(args: argparse.Namespace) -> list[str]:
 
 
 def plan(args: argparse.Namespace) -> str:
-    return (f"kernels {', '.join(args.kernel)} x guests of "
+    return (f"kernels {', '.join(kernel_specs(args))} x guests of "
             f"{', '.join(map(str, sizes(args)))} vCPUs, {args.boots} boots "
             f"each, {args.warmup} warm-up + {args.runs} runs of ipistorm "
             f"{' '.join(params(args))}; nothing to build")
@@ -122,26 +126,31 @@ def run(args: argparse.Namespace, who: str) -> int:
     results = common.results_dir(args, "003")
     clock = common.Clock()
     cells = []
+    measured = []
+    specs = kernel_specs(args)
     for cpus in sizes(args):
         sides = [matrix.Side(spec, "", label(spec, cpus), cpus)
-                 for spec in args.kernel]
-        common.say(who, f"{cpus} vCPUs: {', '.join(args.kernel)}")
+                 for spec in specs]
+        common.say(who, f"{cpus} vCPUs: {', '.join(specs)}")
         sets = common.measure(sides, args, "ipistorm", params(args), results)
-        cells += [cell(spec, cpus, s) for spec, s in zip(args.kernel, sets)]
+        cells += [cell(spec, cpus, s) for spec, s in zip(specs, sets)]
+        measured += sets
         clock.lap(f"{cpus} vCPUs")
-    path = common.finish(who, "003", results, answer(args, cells), clock, {
+    accel = common.accel(measured)
+    path = common.finish(who, "003", results, answer(args, cells, accel),
+                         clock, {
         "params": params(args),
         "cells": [dataclasses.asdict(c) for c in cells]})
-    png = plot(cells, path.with_suffix(".png"), args.accel)
+    png = plot(cells, path.with_suffix(".png"), accel)
     print(f"{who}: wrote {png}")
     return 0
 
 
-def answer(args: argparse.Namespace, cells: list[Cell]) -> str:
+def answer(args: argparse.Namespace, cells: list[Cell], accel: str) -> str:
     lines = [f"seed 003: broadcast (smp_call_function_many from CPU 0 to "
              f"all others, wait=1), ipistorm {' '.join(params(args))}",
              f"  ({args.boots} boots x {args.runs} runs per kernel and size, "
-             f"{args.accel}; times per broadcast)", "",
+             f"{accel}; times per broadcast)", "",
              f"  {'kernel':10} {'vCPUs':>5} {'mean':>10} {'(boot CV)':>10} "
              f"{'p99':>10} {'max':>10} {'broadcasts':>11} {'uptime':>8}"]
     for c in cells:

@@ -15,7 +15,6 @@ import argparse
 import math
 from typing import Any
 
-from .. import source
 from . import common
 
 TITLE = "TIF_NOTIFY_IPI: single calls to a polling idle CPU (ipistorm)"
@@ -34,11 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.cpus < 17:
-        p.error("--cpus must be at least 17: the seed calls from CPU 8 to "
-                "CPU 16 (offset=8 cpulist=8)")
-    if args.numipi < 1:
-        p.error("--numipi must be at least 1")
+    common.at_least(p, args, "the seed calls from CPU 8 to CPU 16 "
+                    "(offset=8 cpulist=8)", cpus=17)
+    common.at_least(p, args, numipi=1)
 
 
 def params(args: argparse.Namespace) -> list[str]:
@@ -58,17 +55,15 @@ def plan(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace, who: str) -> int:
     results = common.results_dir(args, "004")
     clock = common.Clock()
-    with source.lock(who):
-        outs = common.build(KERNELS, who)
-        clock.lap("builds")
+    with common.built(KERNELS, who, clock) as outs:
         sides = [side for append, _ in IDLES
                  for side in common.sides(KERNELS, outs, append)]
         sets = common.measure(sides, args, "ipistorm", params(args), results)
-        clock.lap("boots and runs")
     docs = [common.compare_two(sets[i], sets[i + 1])
             for i in range(0, len(sets), 2)]
     clock.lap("compare")
-    common.finish(who, "004", results, answer(args, docs), clock,
+    common.finish(who, "004", results,
+                  answer(args, docs, common.accel(sets)), clock,
                   {"comparisons": docs})
     return 0
 
@@ -77,11 +72,12 @@ def _pct(x: float) -> str:
     return "-" if math.isnan(x) else f"{x:.2f}"
 
 
-def answer(args: argparse.Namespace, docs: list[dict[str, Any]]) -> str:
+def answer(args: argparse.Namespace, docs: list[dict[str, Any]],
+           accel: str) -> str:
     target = (8 + 8) % args.cpus
     lines = [
         f"seed 004: insmod ipistorm.ko {' '.join(params(args))}",
-        f"  ({args.cpus} vCPUs, {args.accel}; {args.boots} boots x "
+        f"  ({args.cpus} vCPUs, {accel}; {args.boots} boots x "
         f"{args.runs} runs a kernel; CPU 8 calls CPU {target})",
         "",
         "  " + "=" * 66,

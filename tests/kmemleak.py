@@ -1,10 +1,16 @@
 """kmemleak's report (/sys/kernel/debug/kmemleak): what leaked, and which
-of it is a leak of the kernel's own that a storm only brings out."""
+of it is a leak of the kernel's own that a storm only brings out. The
+debug-kernel tests read it (test_debug_guest.py), and
+tests/e2e/debug-kernel prints its count of each for a report:
+
+    python3 tests/kmemleak.py REPORT
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 
 OBJECT = re.compile(r"^unreferenced object (0x[0-9a-f]+) \(size (\d+)\):",
                     re.M)
@@ -50,3 +56,14 @@ def slab_name_leak(leak: Leak) -> bool:
 def storms_leaks(report: str) -> list[Leak]:
     """What leaked, less the kernel's own leak above."""
     return [leak for leak in parse(report) if not slab_name_leak(leak)]
+
+
+def main(argv: list[str]) -> int:
+    text = open(argv[0], errors="replace").read()
+    print(f"{len(parse(text))} objects, {len(storms_leaks(text))} not the "
+          "kernel's own sysfs_slab_add() name leak")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
