@@ -135,7 +135,7 @@ def doc(metric_means: dict[str, tuple[float, float]],
 
 def test_seed_004_answer_normalizes_runtime_to_stock():
     args = type("A", (), {"numipi": 100000, "cpus": 17, "boots": 3,
-                          "runs": 3, "accel": "accel tcg"})()
+                          "runs": 3, "taken_under": "accel tcg"})()
     d = doc({"ipistorm.runtime_ns": (2.0e9, 1.62e9),
              "ipistorm.irq.CPU16.CAL": (12.0, 100000.0),
              "ipistorm.handled": (100000.0, 100000.0)})
@@ -149,7 +149,7 @@ def test_seed_004_answer_normalizes_runtime_to_stock():
 
 def test_seed_000_answer_states_the_change_in_the_seeds_direction():
     args = type("A", (), {"numipi": 5000, "cpus": 4, "boots": 3,
-                          "runs": 5, "accel": "accel tcg"})()
+                          "runs": 5, "taken_under": "accel tcg"})()
     d = doc({"interrupts.CAL:Function_call_interrupts": (45000.0, 15000.0),
              "ipistorm.ipis_sent": (45000.0, 15000.0),
              "ipistorm.runtime_ns": (1e9, 9e8)})
@@ -202,7 +202,7 @@ def test_seed_001_places_storms_by_node_and_compares_like_with_like():
     from stormsuite.seeds import s001
     args = type("A", (), {"cpus": 8, "nodes": "1,2,4", "numflush": 300,
                           "numipi": 2000, "boots": 2, "runs": 3,
-                          "accel": "accel tcg"})()
+                          "taken_under": "accel tcg"})()
     runs4 = s001.runs_of(args, 4)
     # node 0 to node B: the last 8/4-1 CPUs of B, the same count for all B
     assert [p[2][2] for p in runs4 if p[1] == "tlbstorm"][:4] == [

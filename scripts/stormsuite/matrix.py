@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import os
 import pathlib
 import re
 import sys
@@ -86,6 +87,12 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                    help="do not count instructions (by default TCG guests "
                    "run the storm-insn plugin, and instructions per "
                    "operation are primary metrics)")
+    p.add_argument("--accel", choices=("tcg", "kvm"),
+                   default=os.environ.get("STORM_ACCEL", "tcg"),
+                   help="how the guests' CPUs are provided: tcg (default: "
+                   "emulated; stock guests hang under KVM on some hosts) "
+                   "or kvm (no instruction counter; run files say whether "
+                   "the vCPUs were overcommitted or pinned)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (boots, runs) and its estimated "
                    "time; run nothing")
@@ -100,7 +107,9 @@ def check_guest_options(p: argparse.ArgumentParser,
         p.error("--runs must be at least 1 and --warmup not negative")
     if args.boots < 1 or args.jobs < 1:
         p.error("--boots and --jobs must be at least 1")
-    if args.boots < 2 and not (one_boot and getattr(args, "insn", False)):
+    counted = getattr(args, "insn", False) \
+        and getattr(args, "accel", "tcg") == "tcg"
+    if args.boots < 2 and not (one_boot and counted):
         p.error("--boots 1 can never show a change in time: boots are the "
                 "unit of replication and a test needs two a side"
                 + (" (with instruction counts, without --no-insn, one boot "
@@ -146,6 +155,7 @@ class Design:
     jobs: int = 2
     extra: tuple[str, ...] = ()     # storm run's --trace, --bpftrace
     insn: bool = True               # count instructions (--no-insn)
+    accel: str = "tcg"              # storm vm --accel
 
     @classmethod
     def of(cls, args: argparse.Namespace, **over: Any) -> Design:
@@ -156,7 +166,8 @@ class Design:
         fields: dict[str, Any] = dict(
             boots=args.boots, runs=args.runs, warmup=args.warmup,
             cpus=args.cpus, memory=args.memory, timeout=args.timeout,
-            jobs=args.jobs, extra=extra, insn=getattr(args, "insn", True))
+            jobs=args.jobs, extra=extra, insn=getattr(args, "insn", True),
+            accel=getattr(args, "accel", "tcg"))
         fields.update(over)
         if "storm" not in fields:
             fields.update(storm=args.storm, params=tuple(args.params))
@@ -173,7 +184,7 @@ def measure(sides: list[Side], design: Design, results: pathlib.Path
     plan = [[guest.Boot(guest.Guest(s.kernel, s.append,
                                     s.cpus or design.cpus, design.memory,
                                     design.timeout, no_build=True,
-                                    insn=design.insn),
+                                    insn=design.insn, accel=design.accel),
                         s.label, series,
                         f"{s.label} boot {i + 1}/{design.boots}",
                         (guest.Step(design.storm,

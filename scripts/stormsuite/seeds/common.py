@@ -107,7 +107,7 @@ def measure(sides: list[matrix.Side], args: argparse.Namespace, storm: str,
     design = matrix.Design.of(args, storm=storm, params=tuple(params))
     sets, _, breakdown = matrix.measure(sides, design, results)
     say("storm seed", f"guests: {breakdown}")
-    args.accel = accel_of([r for s in sets for r in s.runs])
+    args.taken_under = accel_of([r for s in sets for r in s.runs])
     return sets
 
 

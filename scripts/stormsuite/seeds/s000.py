@@ -93,7 +93,7 @@ def answer(args: argparse.Namespace,
            docs: dict[str, list[dict[str, Any]]]) -> str:
     lines = [f"seed 000: {args.cpus} senders, each calling the other "
              f"{args.cpus - 1} with smp_call_function_many; {args.boots} "
-             f"boots x {args.runs} runs a kernel, {args.accel}", ""]
+             f"boots x {args.runs} runs a kernel, {args.taken_under}", ""]
     for wait, pair in docs.items():
         lines.append(f"ipistorm {' '.join(params(args, wait))}")
         for doc, kernel in zip(pair, KERNELS):

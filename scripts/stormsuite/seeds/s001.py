@@ -141,7 +141,7 @@ def run(args: argparse.Namespace, who: str) -> int:
                       for _, storm, prm in runs_of(args, n))
         g = guest.Guest(args.kernel, "", args.cpus, args.memory,
                         args.timeout, no_build=True, numa=n,
-                        insn=args.insn)
+                        insn=args.insn, accel=args.accel)
         sides.append([guest.Boot(g, label, series,
                                  f"{label} boot {i + 1}/{args.boots}", steps)
                       for i in range(args.boots)])
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace, who: str) -> int:
         return 1
     clock.lap("boots and runs")
     common.say(who, f"guests: {guest.breakdown(done)}")
-    args.accel = common.accel_of([runs.load_run(done[-1].files[-1])])
+    args.taken_under = common.accel_of([runs.load_run(done[-1].files[-1])])
     cells = []
     for n, side in zip(node_counts(args), sides):
         cells += collect(args, n, results / side[0].label, side[0].series)
@@ -229,7 +229,7 @@ def answer(args: argparse.Namespace, release: str,
     lines = [f"seed 001: {release}, {args.cpus} vCPUs as "
              f"{', '.join(map(str, counts))} NUMA node(s) (no SLIT: Linux's "
              f"distances, 10 local and 20 remote); {args.boots} boots x "
-             f"{args.runs} runs; {args.accel}", "",
+             f"{args.runs} runs; {args.taken_under}", "",
              "  By node pair: CPU 0 (node 0) to the last cpus/nodes-1 CPUs "
              "of node B",
              f"  {'nodes':>5} {'pair':10} {'storm':9} {'time/op':>10} "

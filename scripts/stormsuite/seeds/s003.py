@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, who: str) -> int:
     path = common.finish(who, "003", results, answer(args, cells), clock, {
         "params": params(args),
         "cells": [dataclasses.asdict(c) for c in cells]})
-    png = plot(cells, path.with_suffix(".png"), args.accel)
+    png = plot(cells, path.with_suffix(".png"), args.taken_under)
     print(f"{who}: wrote {png}")
     return 0
 
@@ -141,7 +141,7 @@ def answer(args: argparse.Namespace, cells: list[Cell]) -> str:
     lines = [f"seed 003: broadcast (smp_call_function_many from CPU 0 to "
              f"all others, wait=1), ipistorm {' '.join(params(args))}",
              f"  ({args.boots} boots x {args.runs} runs per kernel and size, "
-             f"{args.accel}; times per broadcast)", "",
+             f"{args.taken_under}; times per broadcast)", "",
              f"  {'kernel':10} {'vCPUs':>5} {'mean':>10} {'(boot CV)':>10} "
              f"{'p99':>10} {'max':>10} {'broadcasts':>11} {'uptime':>8}"]
     for c in cells:

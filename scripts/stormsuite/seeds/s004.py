@@ -81,7 +81,7 @@ def answer(args: argparse.Namespace, docs: list[dict[str, Any]]) -> str:
     target = (8 + 8) % args.cpus
     lines = [
         f"seed 004: insmod ipistorm.ko {' '.join(params(args))}",
-        f"  ({args.cpus} vCPUs, {args.accel}; {args.boots} boots x "
+        f"  ({args.cpus} vCPUs, {args.taken_under}; {args.boots} boots x "
         f"{args.runs} runs a kernel; CPU 8 calls CPU {target})",
         "",
         "  " + "=" * 66,
