@@ -13,6 +13,8 @@ capture when it reads the directory.
   result                 the module's debugfs result ("name: value")
   interrupts.before      /proc/interrupts right before insmod
   interrupts.after       and right after it returned
+  sysenv                 the box's settings, "PATH<TAB>FIRST LINE" of
+                         sysfs files (stormsuite/boxenv.py): into env
   dmesg                  what the kernel logged during the run
   insn                   under the storm-insn plugin: its marker lines
                          of this load (stormsuite/insn.py)
@@ -43,10 +45,10 @@ import sys
 from typing import Any
 
 try:
-    from . import insn, interrupts, result, tracesum
+    from . import boxenv, insn, interrupts, result, tracesum
 except ImportError:             # run as a file, not a module
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    from stormsuite import insn, interrupts, result, tracesum  # type: ignore[no-redef]
+    from stormsuite import boxenv, insn, interrupts, result, tracesum  # type: ignore[no-redef]
 
 CAPTURE_SUFFIX = ".raw"
 NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
@@ -139,6 +141,9 @@ def _build(capture: pathlib.Path,
         "interrupts": interrupts.section(_text(capture, "interrupts.before"),
                                          _text(capture, "interrupts.after")),
     }
+    if _has(capture, "sysenv"):
+        doc["env"].update(boxenv.fields(_text(capture, "sysenv"),
+                                        str(doc["env"].get("cmdline", ""))))
     doc["insn"] = insn.of_run(
         _text(capture, "insn") if _has(capture, "insn") else None,
         doc["result"])
