@@ -304,7 +304,8 @@ def test_every_run_file_has_its_capture(fake):
         raw = f.with_suffix(".raw")
         assert sorted(x.name for x in raw.iterdir()) == [
             "dmesg", "env", "header", "interrupts.after",
-            "interrupts.before", "params", "result", "run", "sysenv"]
+            "interrupts.before", "params", "result", "run", "stats.json",
+            "sysenv"]
         assert runfile.build(raw) == json.loads(f.read_text())
 
 

@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
+    "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
 }
 # run by git bisect run for storm bisect; not listed in --help
 INTERNAL = {"bisect-step": ("bisect", "", "step_main")}
