@@ -103,10 +103,11 @@ def main(argv: list[str]) -> int:
         return 1
     for line in done:
         print(f"storm lkp install: {line}")
-    built = sorted((REPO / "build").glob("*/ipistorm.ko"))
-    print("storm lkp install: next: make (the storms for the running "
-          "kernel, if not built: "
-          + (", ".join(p.parent.name for p in built) or "none built")
-          + f"), then cd {args.lkp_src} && bin/lkp split-job "
-          "jobs/ipistorm.yaml && bin/lkp run ipistorm-*.yaml")
+    built = sorted(p.parent.name for p in
+                   (REPO / "build").glob("*/ipistorm.ko"))
+    print("storm lkp install: the storms are built for "
+          + (", ".join(built) or "no kernel yet")
+          + " (make builds them for the running one); next: cd "
+          f"{args.lkp_src} && bin/lkp split-job jobs/ipistorm.yaml && "
+          "bin/lkp run ipistorm-*.yaml")
     return 0

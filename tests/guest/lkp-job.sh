@@ -29,6 +29,7 @@ chroot "$top/root" /bin/sh -c '
 	cd "$repo"
 	scripts/storm lkp install "$out/lkp-tests"
 	cd "$out/lkp-tests"
+	mkdir -p "$out/jobs"
 	bin/lkp split-job -o "$out/jobs" "$job"
 	for j in "$out"/jobs/*.yaml; do
 		bin/lkp run "$j"
