@@ -19,9 +19,12 @@ from conftest import REPO
 from test_lkp import lkp_tarball
 
 RUNS, NUMIPI = 2, 2000
+# No category: lkp adds no monitors (each a process sampling for the whole
+# job, and a Ruby parse of its samples after it; Ruby under TCG takes a
+# minute a start), and reports the program's stats with its defaults
+# (time, dmesg, kmsg, last_state, stderr).
 JOB = f"""suite: ipistorm
 testcase: ipistorm
-category: functional
 
 ipistorm:
   runs: {RUNS}
@@ -44,12 +47,13 @@ def lkp_run() -> tuple[pathlib.Path, subprocess.CompletedProcess]:
         tar.extractall(out)
     (out / "ipistorm-short.yaml").write_text(JOB)
     cmd = [str(REPO / "scripts" / "storm"), "vm", "--kernel", "6.1",
-           "--cpus", "2", "--timeout", "900", "--rwdir", str(out), "--",
+           "--cpus", "2", "--no-insn", "--timeout", "1200", "--rwdir",
+           str(out), "--",
            "sh", "tests/guest/lkp-job.sh", str(out),
            str(out / "ipistorm-short.yaml")]
     with conftest._guest_slots:
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
-                              capture_output=True, timeout=1200)
+                              capture_output=True, timeout=1500)
     (out / "vm.log").write_text(proc.stdout + proc.stderr)
     return out, proc
 
@@ -79,8 +83,7 @@ def test_lkp_run_of_a_storm_job(lkp_run):
         <= 1
     cal = stats["ipistorm.interrupts.CAL:Function_call_interrupts"]
     assert cal >= NUMIPI * (1 - conftest.HLT_IDLE_MISS)
-    assert stats["ipistorm.time_per_call_ns"] > 0 or \
-        stats["ipistorm.insn_per_call.sender"] > 0
+    assert stats["ipistorm.time_per_call_ns"] > 0
 
 
 def test_lkp_stats_are_the_storms_own(lkp_run):
