@@ -199,9 +199,18 @@ def test_install_into_an_lkp_checkout(lkp_src, tmp_path):
     host = (lkp_src / "hosts" / "box1").read_text()
     assert "nr_cpu: " in host and "memory: " in host and "nr_node: " in host
     assert (tmp_path / "benchmarks" / "storm").resolve() == REPO.resolve()
-    assert f"hosts/box1" in done
-    # again: nothing breaks, the host file stays
-    lkp.install(lkp_src, tmp_path / "benchmarks", hostname="box1")
+    assert "hosts/box1" in done
+    cases = (lkp_src / "etc" / "linux-perf-test-cases").read_text().split()
+    assert {"ipistorm", "tlbstorm", "slabstorm"} <= set(cases)
+    index = (lkp_src / "etc" / "index-perf.yaml").read_text()
+    assert "ipistorm\\.time_per_call_ns: -1\n" in index
+    assert "tlbstorm\\.ipis_per_flush: -1\n" in index
+    # again: nothing breaks, nothing is added twice
+    again = lkp.install(lkp_src, tmp_path / "benchmarks", hostname="box1")
+    assert not {"hosts/box1", "etc/linux-perf-test-cases",
+                "etc/index-perf.yaml"} & set(again)
+    assert (lkp_src / "etc" / "linux-perf-test-cases").read_text() \
+        .split().count("ipistorm") == 1
     with pytest.raises(lkp.InstallError):
         lkp.install(tmp_path, tmp_path / "benchmarks")
 

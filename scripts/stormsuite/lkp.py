@@ -1,7 +1,9 @@
 """storm lkp install: the storms as lkp-tests programs, in an lkp checkout.
 
 Copies lkp/programs/<storm>/ (run, parse, meta.yaml) and lkp/jobs/*.yaml
-into the checkout, links the suite where the programs look for it
+into the checkout, registers the storms as performance testcases
+(etc/linux-perf-test-cases) and their primary stats, lower is better
+(etc/index-perf.yaml), links the suite where the programs look for it
 (<benchmark root>/storm, lkp's /lkp/benchmarks by default, as lkp installs
 a benchmark), and writes the checkout's hosts/<this host> (nr_node,
 nr_cpu, memory) when it has none: `lkp run` reads it. It runs nothing of
@@ -17,7 +19,7 @@ import shutil
 import socket
 import sys
 
-from . import REPO
+from . import REPO, metrics
 
 PROGRAMS = REPO / "lkp" / "programs"
 JOBS = REPO / "lkp" / "jobs"
@@ -41,6 +43,21 @@ def host_file(sysfs: pathlib.Path = pathlib.Path("/sys"),
             f"memory: {max(1, round(kb / 1024 / 1024))}G\n")
 
 
+def re_name(name: str) -> str:
+    """A stat's name as index-perf.yaml writes it, a regular expression."""
+    return name.replace(".", "\\.")
+
+
+def add_lines(f: pathlib.Path, lines: list[str]) -> bool:
+    """Append the lines f lacks; whether any was."""
+    have = f.read_text().splitlines() if f.is_file() else []
+    new = [line for line in lines if line not in have]
+    if new:
+        text = "\n".join(have + new) + "\n"
+        f.write_text(text)
+    return bool(new)
+
+
 def install(lkp_src: pathlib.Path, benchmark_root: pathlib.Path = BENCHMARK_ROOT,
             hostname: str | None = None) -> list[str]:
     """Install the programs and jobs into lkp_src; what was done."""
@@ -56,6 +73,16 @@ def install(lkp_src: pathlib.Path, benchmark_root: pathlib.Path = BENCHMARK_ROOT
     for job in sorted(JOBS.glob("*.yaml")):
         shutil.copy2(job, lkp_src / "jobs" / job.name)
         done.append(f"jobs/{job.name}")
+    # lkp files every result under its kind of testcase (lkp run fails on
+    # one it does not know), and its compare reads which stats are
+    # performance and which way is better from index-perf.yaml
+    storms = sorted(metrics.PRIMARY)
+    if add_lines(lkp_src / "etc" / "linux-perf-test-cases", storms):
+        done.append("etc/linux-perf-test-cases")
+    index = [f"{re_name(name)}: -1" for storm in storms
+             for name in metrics.PRIMARY[storm][:2]]
+    if add_lines(lkp_src / "etc" / "index-perf.yaml", index):
+        done.append("etc/index-perf.yaml")
     host = lkp_src / "hosts" / (hostname or socket.gethostname())
     if not host.exists():
         host.parent.mkdir(exist_ok=True)

@@ -31,9 +31,12 @@ chroot "$top/root" /bin/sh -c '
 	cd "$out/lkp-tests"
 	mkdir -p "$out/jobs"
 	bin/lkp split-job -o "$out/jobs" "$job"
+	rc=0
 	for j in "$out"/jobs/*.yaml; do
-		bin/lkp run "$j"
+		bin/lkp run "$j" || rc=$?
 	done
+	# what came of it, also of a failed run, for the host to look at
 	cp -a /lkp/result "$out/result"
+	exit "$rc"
 ' lkp-job "$out" "$job" "$repo" || rc=$?
 exit "$rc"
