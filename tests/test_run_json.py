@@ -75,7 +75,7 @@ def fake(tmp_path):
                 timeout=120)
 
         def files(self) -> list[pathlib.Path]:
-            return sorted(self.results.rglob("*.json")) \
+            return sorted(self.results.rglob("run-*.json")) \
                 if self.results.exists() else []
 
     return Fake()
