@@ -153,7 +153,8 @@ def test_a_box_settings_captured_and_parsed(tmp_path):
         "turbo": "on", "smt": "on", "smt_active": "1",
         "microcode": "0x2b000603", "cstates": "POLL C1 C1E C6",
         "cstates_disabled": "C6",
-        "cstate_limits": "intel_idle.max_cstate=9 intel_idle.max_cstate=3",
+        "cstate_limits": "intel_idle.max_cstate=3",
+        "cstate_max": "intel_idle.max_cstate=9",
         "isolcpus": "2-3", "nohz_full": "2-3", "mitigations": "auto,nosmt",
         "vulnerabilities": "meltdown=Not affected; "
         "spectre_v2=Mitigation: Enhanced IBRS",
@@ -199,13 +200,18 @@ def test_what_the_kernel_brings_is_said_not_refused():
     """Two kernels on one box: their config hash, their vulnerabilities'
     text and the idle states their drivers offer differ by nature."""
     a = side("A", kernel_config="sha256:1", vulnerabilities="x=Vulnerable",
-             cstates="POLL C1", turbo="on", thp="madvise")
+             cstates="POLL C1", turbo="on", thp="madvise",
+             cstate_max="intel_idle.max_cstate=9 processor.max_cstate=8",
+             cstate_limits="")
     b = side("B", kernel_config="sha256:2", vulnerabilities="x=Mitigation",
-             cstates="POLL C1 C1E", turbo="on", thp="madvise")
+             cstates="POLL C1 C1E", turbo="on", thp="madvise",
+             cstate_max="", cstate_limits="")
     cmp = verdict.build([a, b])
     text = "\n".join(cmp.warnings)
     assert "environments differ in vulnerabilities" in text
     assert "environments differ in cstates" in text
+    # a kernel built without intel_idle and processor has no max_cstate
+    assert "environments differ in cstate_max" in text
     assert "kernel_config" not in text
 
 

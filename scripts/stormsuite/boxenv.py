@@ -13,10 +13,12 @@ run file's env fields:
   microcode            cpu0's microcode revision, or unknown
   cstates              cpu0's idle states, in order; cstates_disabled the
                        ones turned off in sysfs
-  cstate_limits        what limits them: intel_idle/processor max_cstate
-                       module parameters, idle=, cpuidle.off=,
-                       intel_idle.max_cstate=, processor.max_cstate= on the
-                       command line
+  cstate_limits        what the command line limits them with: idle=,
+                       cpuidle.off=, intel_idle.max_cstate=,
+                       processor.max_cstate=, intel_idle.states_off=
+  cstate_max           the intel_idle and processor modules' max_cstate
+                       (their defaults where nothing set them; absent from
+                       kernels built without them)
   isolcpus, nohz_full  the CPUs isolated and in full nohz ("" for none)
   mitigations          the command line's mitigations= (auto when absent)
   vulnerabilities      every /sys/devices/system/cpu/vulnerabilities file
@@ -58,7 +60,7 @@ MUST_MATCH_SAME_BOOT = ("smt", "isolcpus", "nohz_full", "cstate_limits",
                         "mitigations")
 # said, not refused
 SHOULD_MATCH = ("microcode", "cpufreq_driver", "smt_active", "cstates",
-                "vulnerabilities", "thp_defrag")
+                "cstate_max", "vulnerabilities", "thp_defrag")
 
 
 def parse(text: str) -> dict[str, str]:
@@ -114,11 +116,11 @@ def fields(text: str, cmdline: str = "") -> dict[str, Any]:
                 names[i] = value
             elif path.endswith("/disable") and value not in ("", "0"):
                 disabled.add(i)
-    limits = [f"{mod}.max_cstate={files[p]}" for mod, p in (
+    cstate_max = [f"{mod}.max_cstate={files[p]}" for mod, p in (
         ("intel_idle", "/sys/module/intel_idle/parameters/max_cstate"),
         ("processor", "/sys/module/processor/parameters/max_cstate"))
         if p in files]
-    limits += [a for a in args if a.partition("=")[0] in CSTATE_ARGS]
+    limits = [a for a in args if a.partition("=")[0] in CSTATE_ARGS]
     mitigations = next((a.partition("=")[2] for a in reversed(args)
                         if a.startswith("mitigations=")), "auto")
     vulns = sorted(f"{p.rsplit('/', 1)[1]}={v}" for p, v in files.items()
@@ -137,6 +139,7 @@ def fields(text: str, cmdline: str = "") -> dict[str, Any]:
         "cstates_disabled": " ".join(names.get(i, f"state{i}")
                                      for i in sorted(disabled)),
         "cstate_limits": " ".join(limits),
+        "cstate_max": " ".join(cstate_max),
         "isolcpus": files.get(CPU + "isolated", ""),
         "nohz_full": "" if nohz == "(null)" else nohz,
         "mitigations": mitigations,
