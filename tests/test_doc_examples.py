@@ -295,7 +295,8 @@ def test_help_states_the_defaults_used(words):
             assert m.group(1).rstrip("%") in (
                 f"{action.default:g}", str(action.default)), \
                 (action.option_strings, m.group(1), action.default)
-    assert stated or words[0] in ("show", "report", "compare", "kernel")
+    assert stated or words[0] in ("show", "report", "compare", "kernel",
+                                  "lkp")
 
 
 def help_examples() -> list[tuple[str, list[str]]]:

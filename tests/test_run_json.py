@@ -77,7 +77,7 @@ def fake(tmp_path):
                 timeout=120)
 
         def files(self) -> list[pathlib.Path]:
-            return sorted(self.results.rglob("*.json")) \
+            return sorted(self.results.rglob("run-*.json")) \
                 if self.results.exists() else []
 
     return Fake()
@@ -306,7 +306,8 @@ def test_every_run_file_has_its_capture(fake):
         raw = f.with_suffix(".raw")
         assert sorted(x.name for x in raw.iterdir()) == [
             "dmesg", "env", "header", "interrupts.after",
-            "interrupts.before", "params", "result", "run"]
+            "interrupts.before", "params", "result", "run", "stats.json",
+            "sysenv"]
         assert runfile.build(raw) == json.loads(f.read_text())
 
 

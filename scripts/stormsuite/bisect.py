@@ -237,7 +237,8 @@ def build_and_boot(state: dict[str, Any], requests: list[Request]
         series = guest.new_series_id()
         g = guest.Guest(str(out), state.get("append", ""), state["cpus"],
                         state["memory"], state["timeout"], no_build=True,
-                        insn=state.get("insn", True))
+                        insn=state.get("insn", True),
+                        accel=state.get("accel", "tcg"))
         plan.append([guest.Boot(g, label, series,
                                 f"{short(sha)} boot {k + 1}/{n}", steps)
                      for k in range(n)])
@@ -612,6 +613,7 @@ def new_state(args: argparse.Namespace, tree: pathlib.Path, good: str,
         "config": [str(f.resolve()) for f in args.config],
         "cpus": args.cpus, "memory": args.memory, "timeout": args.timeout,
         "insn": getattr(args, "insn", True),
+        "accel": getattr(args, "accel", "tcg"),
         "build_dir": str(source.BUILD_ROOT / STEP_BUILD[0]),
         "localversion": "-storm", "results": str(state_dir / "runs"),
         "measurer": args.measurer,

@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
+    "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
 }
 # storm kernel WHAT: the second word names the module
 KERNEL = {
@@ -53,6 +54,8 @@ def parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
         module = importlib.import_module(f"stormsuite.{KERNEL[what][0]}")
         return module.parser(), words[2:]
     module = importlib.import_module(f"stormsuite.{SUBCOMMANDS[name][0]}")
+    if name == "lkp" and what == "install":
+        return module.parser(what), words[2:]
     if name == "seed":
         if what not in module.SEEDS:
             raise ValueError(f"storm seed {what!r}: no such seed")

@@ -55,6 +55,7 @@ class Guest:
     numa: int = 1               # NUMA nodes (storm vm --numa)
     host_cpus: str = ""         # storm vm --host-cpus
     insn: bool = True           # count instructions (storm vm --no-insn)
+    accel: str = "tcg"          # storm vm --accel: tcg or kvm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +122,7 @@ def vm_command(guest: Guest, command: Sequence[str], name: str = "",
                status_file: pathlib.Path | None = None) -> list[str]:
     cmd = [str(STORM), "vm", "--kernel", guest.kernel,
            "--cpus", str(guest.cpus), "--memory", guest.memory,
-           "--timeout", str(guest.timeout)]
+           "--timeout", str(guest.timeout), "--accel", guest.accel]
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
     if guest.append:

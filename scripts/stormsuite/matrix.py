@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import os
 import pathlib
 import re
 import sys
@@ -91,6 +92,7 @@ class Design:
     jobs: int = 2
     extra: tuple[str, ...] = ()     # storm run's --trace, --bpftrace
     insn: bool = True               # count instructions (--no-insn)
+    accel: str = "tcg"              # storm vm --accel
 
     @classmethod
     def of(cls, args: argparse.Namespace, **over: Any) -> Design:
@@ -102,7 +104,8 @@ class Design:
         fields: dict[str, Any] = dict(
             boots=args.boots, runs=args.runs, warmup=args.warmup,
             cpus=args.cpus, memory=args.memory, timeout=args.timeout,
-            jobs=args.jobs, extra=extra, insn=getattr(args, "insn", True))
+            jobs=args.jobs, extra=extra, insn=getattr(args, "insn", True),
+            accel=getattr(args, "accel", "tcg"))
         fields.update(over)
         if "storm" not in fields:
             fields.update(storm=args.storm, params=tuple(args.params))
@@ -119,7 +122,7 @@ def measure(sides: list[Side], design: Design, results: pathlib.Path
     plan = [[guest.Boot(guest.Guest(s.kernel, s.append,
                                     s.cpus or design.cpus, design.memory,
                                     design.timeout, no_build=True,
-                                    insn=design.insn),
+                                    insn=design.insn, accel=design.accel),
                         s.label, series,
                         f"{s.label} boot {i + 1}/{design.boots}",
                         (guest.Step(design.storm,

@@ -307,9 +307,53 @@ def _rate(res: dict[str, Any]) -> tuple[str, float] | None:
     return None
 
 
+def of_stats(storm: str, values: dict[str, float]) -> dict[Metric, float]:
+    """The metrics of a run known only by their names and values (an lkp
+    result root's stats, lkproot.py): kinds from the names, primary as
+    of_run makes them where the instruction counts are the TCG plugin's
+    (the time per operation secondary beside an insn_per_<op> row), the
+    rows that restate another derived."""
+    if storm not in PRIMARY:
+        return {}
+    time_name, ipi_name, op = PRIMARY[storm]
+    insn_primary = {n for n in values
+                    if n.startswith(f"{storm}.insn_per_{op}")}
+    if {f"{storm}.insn_per_{op}.sender", f"{storm}.insn_per_{op}.target"} \
+            & insn_primary:
+        insn_primary.discard(f"{storm}.insn_per_{op}")
+    primary = {ipi_name, SENT_PRIMARY[storm]} | insn_primary
+    if not insn_primary:
+        primary |= {time_name, UNTIMED.get(storm, time_name)}
+    out = {}
+    for name, value in values.items():
+        if name.endswith("_per_sec"):
+            kind, unit = "rate", "/s"
+        elif name.endswith("_ns"):
+            kind, unit = "time", "ns"
+        elif ".insn_per_" in name or ".insn.CPU" in name:
+            kind, unit = "insn", ""
+        elif name.endswith("_per_received"):
+            kind, unit = "ratio", ""
+        else:
+            kind, unit = "count", ""
+        if name in primary:
+            role = "primary"
+        elif kind in ("rate", "ratio") or ".ticks_per_" in name \
+                or name.startswith(f"{storm}.insn_per_") \
+                or name == f"{storm}.ipis_received":
+            role = DERIVED
+        else:
+            role = SECONDARY
+        out[Metric(name, kind, unit, role)] = float(value)
+    return out
+
+
 def of_run(run: dict[str, Any]) -> dict[Metric, float]:
     """Every metric of one run file."""
     storm = run["storm"]
+    if "lkp_stats" in run:
+        # an lkp result root's run: its stats are all there is
+        return of_stats(storm, run["lkp_stats"])
     res = run["result"]
     out: dict[Metric, float] = primary_of_run(storm, res)
     derived = SECONDARY if not out else DERIVED

@@ -5,6 +5,7 @@ each command with its own defaults; and their checks."""
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 
 from . import guest, runs
@@ -52,6 +53,12 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                    help="do not count instructions (by default TCG guests "
                    "run the storm-insn plugin, and instructions per "
                    "operation are primary metrics)")
+    p.add_argument("--accel", choices=("tcg", "kvm"),
+                   default=os.environ.get("STORM_ACCEL", "tcg"),
+                   help="how the guests' CPUs are provided: tcg (default: "
+                   "emulated; stock guests hang under KVM on some hosts) "
+                   "or kvm (no instruction counter; run files say whether "
+                   "the vCPUs were overcommitted or pinned)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (boots, runs) and its estimated "
                    "time; run nothing")
@@ -68,7 +75,7 @@ def check_guest_options(p: argparse.ArgumentParser,
         args.boots = BOOTS_COUNTED if counted(args) else BOOTS_TIMED
     if args.boots < 1 or args.jobs < 1:
         p.error("--boots and --jobs must be at least 1")
-    if args.boots < 2 and not (one_boot and getattr(args, "insn", False)):
+    if args.boots < 2 and not (one_boot and counted(args)):
         p.error("--boots 1 can never show a change in time: boots are the "
                 "unit of replication and a test needs two a side"
                 + (" (with instruction counts, without --no-insn, one boot "

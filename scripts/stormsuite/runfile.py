@@ -13,6 +13,8 @@ capture when it reads the directory.
   result                 the module's debugfs result ("name: value")
   interrupts.before      /proc/interrupts right before insmod
   interrupts.after       and right after it returned
+  sysenv                 the box's settings, "PATH<TAB>FIRST LINE" of
+                         sysfs files (stormsuite/boxenv.py): into env
   dmesg                  what the kernel logged during the run
   insn                   under the storm-insn plugin: its marker lines
                          of this load (stormsuite/insn.py)
@@ -21,6 +23,10 @@ capture when it reads the directory.
                          version, source)
   bpftrace.out           a --bpftrace run: the maps bpftrace printed, and
   bpftrace.meta          what recorded it
+
+Beside them runfile.py writes lkp-tests' stats.json of the run
+(lkpstats.py): the capture directory is then laid out as an lkp result
+root of one run.
 
 A "TYPE KEY VALUE" line: TYPE is s (string), n (number; null when the
 value is not one), b (true for 1/true/yes/y) or j (JSON as written); KEY
@@ -43,10 +49,11 @@ import sys
 from typing import Any
 
 try:
-    from . import insn, interrupts, result, tracesum
+    from . import boxenv, insn, interrupts, lkpstats, result, tracesum
 except ImportError:             # run as a file, not a module
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    from stormsuite import insn, interrupts, result, tracesum  # type: ignore[no-redef]
+    from stormsuite import (  # type: ignore[no-redef]
+        boxenv, insn, interrupts, lkpstats, result, tracesum)
 
 CAPTURE_SUFFIX = ".raw"
 NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
@@ -139,6 +146,9 @@ def _build(capture: pathlib.Path,
         "interrupts": interrupts.section(_text(capture, "interrupts.before"),
                                          _text(capture, "interrupts.after")),
     }
+    if _has(capture, "sysenv"):
+        doc["env"].update(boxenv.fields(_text(capture, "sysenv"),
+                                        str(doc["env"].get("cmdline", ""))))
     doc["insn"] = insn.of_run(
         _text(capture, "insn") if _has(capture, "insn") else None,
         doc["result"])
@@ -152,14 +162,21 @@ def run_file_of(capture: pathlib.Path) -> pathlib.Path:
 
 
 def write(capture: pathlib.Path, out: pathlib.Path) -> str:
-    """Write the run file atomically (a reader sees it whole or not);
-    the tracer summaries' text, if the run was traced."""
+    """Write the run file atomically (a reader sees it whole or not),
+    and lkp's stats.json of the run in its capture (lkpstats.py); the
+    tracer summaries' text, if the run was traced."""
     tracers = tracer_sections(capture)
     doc = _build(capture, tracers)
     tmp = out.with_name(f".{out.name}.{os.getpid()}")
     tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     os.chmod(tmp, 0o644)
     os.replace(tmp, out)
+    try:
+        lkpstats.write_stats(capture, doc)
+    except (ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+        # the run file stands; only its lkp view is missing
+        print(f"runfile: {capture}: no {lkpstats.STATS} ({type(e).__name__}"
+              f": {e})", file=sys.stderr)
     return "".join(text for _, text in tracers.values())
 
 

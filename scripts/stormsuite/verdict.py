@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from . import metrics, runs, stats
+from . import boxenv, metrics, runs, stats
 
 FLOOR = 10.0                 # counts: means below this are not changes
 MIN_EFFECT = 1.0             # percent: smaller changes are never marked
@@ -217,7 +217,8 @@ def env_mismatches(sets: list[runs.Series]) -> list[str]:
             if len(vals) > 1:
                 out.append(f"{name}: {s.label}'s runs differ: "
                            f"{', '.join(sorted(vals))}")
-    return out
+    # the box's settings: governor, turbo, SMT, C-states, ...
+    return out + boxenv.mismatches(sets)
 
 
 def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = (),
@@ -271,6 +272,7 @@ def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = (),
             out.append(f"{s.label}: the host's load reached {busy[0]:g} on "
                        f"{busy[1]} cores during its runs: other work "
                        "competed with the guests, and times are noisier")
+    out += boxenv.warnings(sets)
     virt = set().union(*(env_values(s, "virtualization") for s in sets))
     if virt & {"tcg", "qemu"}:
         out.append("taken under emulation (TCG): times are emulated, not "

@@ -269,9 +269,32 @@ def accel_text(accel: str) -> str:
     return f"tcg,{TCG_ACCEL.split(',', 1)[1]}" if accel == "tcg" else accel
 
 
+def vcpu_placement(vcpus: int, accel: str, host_cpus: set[int]
+                   ) -> tuple[bool, bool, str]:
+    """(overcommitted, pinned, a note for the run file): whether the
+    guest has more vCPUs than host CPUs to run them on, and whether each
+    vCPU thread has a host CPU of its own. storm vm pins no vCPU thread
+    (--host-cpus confines QEMU as a whole), and single-threaded TCG runs
+    every vCPU on one host thread. Under KVM it matters: the PV TLB flush
+    skips vCPUs the host preempted, so an overcommitted or unpinned guest
+    takes fewer TLB shootdown IPIs than the hardware would."""
+    threads = 1 if accel == "tcg" else len(host_cpus)
+    over = vcpus > threads
+    where = ("one host thread (single-threaded TCG)" if accel == "tcg"
+             else f"{len(host_cpus)} host CPUs")
+    note = (f"{vcpus} vCPUs on {where}: "
+            + ("overcommitted" if over else "not overcommitted")
+            + ", not pinned")
+    return over, False, note
+
+
 def write_state(state: pathlib.Path, args: argparse.Namespace,
                 kernel: kernels.Kernel) -> None:
     config, commit = kernel_identity(kernel)
+    over, pinned, note = vcpu_placement(
+        args.cpus, args.accel,
+        cpu_list(args.host_cpus) if args.host_cpus
+        else os.sched_getaffinity(0))
     env = {
         "STORM_ACCEL": args.accel,
         "STORM_RESULTS": str(runs.RESULTS),
@@ -287,6 +310,9 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
         "STORM_HOST_LOADAVG": str(state / HOST_LOADAVG),
         "STORM_HOST_CPUS": str(os.cpu_count() or 0),
         "STORM_VM_HOST_CPUS": args.host_cpus or "",
+        "STORM_VM_VCPUS_OVERCOMMITTED": "yes" if over else "no",
+        "STORM_VM_VCPUS_PINNED": "yes" if pinned else "no",
+        "STORM_VM_VCPU_PLACEMENT": note,
         "STORM_INSN_LOG": (str(state / INSN_LOG) if counting_insn(args)
                            else ""),
         **suite_identity(),

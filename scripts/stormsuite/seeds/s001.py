@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, who: str) -> int:
                       for _, storm, prm in runs_of(args, n))
         g = guest.Guest(args.kernel, "", args.cpus, args.memory,
                         args.timeout, no_build=True, numa=n,
-                        insn=args.insn)
+                        insn=args.insn, accel=args.accel)
         sides.append([guest.Boot(g, label, series,
                                  f"{label} boot {i + 1}/{args.boots}", steps)
                       for i in range(args.boots)])

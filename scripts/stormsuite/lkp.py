@@ -1,0 +1,145 @@
+"""storm lkp install: the storms as lkp-tests programs, in an lkp checkout.
+
+Copies lkp/programs/<storm>/ (run, parse, meta.yaml) and lkp/jobs/*.yaml
+into the checkout, registers the storms as performance testcases
+(etc/linux-perf-test-cases) and their primary stats, lower is better
+(etc/index-perf.yaml), links the suite where the programs look for it
+(<benchmark root>/storm, lkp's /lkp/benchmarks by default, as lkp installs
+a benchmark), and writes the checkout's hosts/<this host> (nr_node,
+nr_cpu, memory) when it has none: `lkp run` reads it. It runs nothing of
+lkp's own `lkp install` (docs/lkp.md says why and what to install).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shutil
+import socket
+import sys
+
+from . import REPO, metrics
+
+PROGRAMS = REPO / "lkp" / "programs"
+JOBS = REPO / "lkp" / "jobs"
+BENCHMARK_ROOT = pathlib.Path("/lkp/benchmarks")
+
+
+class InstallError(Exception):
+    pass
+
+
+def host_file(sysfs: pathlib.Path = pathlib.Path("/sys"),
+              meminfo: pathlib.Path = pathlib.Path("/proc/meminfo")) -> str:
+    """lkp's hosts/<hostname> for this machine."""
+    nodes = len(list((sysfs / "devices/system/node").glob("node[0-9]*"))) \
+        or 1
+    kb = 0
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            kb = int(line.split()[1])
+    return (f"nr_node: {nodes}\nnr_cpu: {os.cpu_count() or 1}\n"
+            f"memory: {max(1, round(kb / 1024 / 1024))}G\n")
+
+
+def re_name(name: str) -> str:
+    """A stat's name as index-perf.yaml writes it, a regular expression."""
+    return name.replace(".", "\\.")
+
+
+def add_lines(f: pathlib.Path, lines: list[str]) -> bool:
+    """Append the lines f lacks; whether any was."""
+    have = f.read_text().splitlines() if f.is_file() else []
+    new = [line for line in lines if line not in have]
+    if new:
+        text = "\n".join(have + new) + "\n"
+        f.write_text(text)
+    return bool(new)
+
+
+def install(lkp_src: pathlib.Path, benchmark_root: pathlib.Path = BENCHMARK_ROOT,
+            hostname: str | None = None) -> list[str]:
+    """Install the programs and jobs into lkp_src; what was done."""
+    if not (lkp_src / "bin" / "lkp").is_file() \
+            or not (lkp_src / "programs").is_dir():
+        raise InstallError(f"{lkp_src}: not an lkp-tests checkout (no "
+                           "bin/lkp and programs/)")
+    done = []
+    for program in sorted(p for p in PROGRAMS.iterdir() if p.is_dir()):
+        shutil.copytree(program, lkp_src / "programs" / program.name,
+                        dirs_exist_ok=True)
+        done.append(f"programs/{program.name}")
+    for job in sorted(JOBS.glob("*.yaml")):
+        shutil.copy2(job, lkp_src / "jobs" / job.name)
+        done.append(f"jobs/{job.name}")
+    # lkp files every result under its kind of testcase (lkp run fails on
+    # one it does not know), and its compare reads which stats are
+    # performance and which way is better from index-perf.yaml
+    storms = sorted(metrics.PRIMARY)
+    if add_lines(lkp_src / "etc" / "linux-perf-test-cases", storms):
+        done.append("etc/linux-perf-test-cases")
+    index = [f"{re_name(name)}: -1" for storm in storms
+             for name in metrics.PRIMARY[storm][:2]]
+    if add_lines(lkp_src / "etc" / "index-perf.yaml", index):
+        done.append("etc/index-perf.yaml")
+    host = lkp_src / "hosts" / (hostname or socket.gethostname())
+    if not host.exists():
+        host.parent.mkdir(exist_ok=True)
+        host.write_text(host_file())
+        done.append(f"hosts/{host.name}")
+    link = benchmark_root / "storm"
+    benchmark_root.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        if link.resolve() != REPO.resolve():
+            if not link.is_symlink():
+                raise InstallError(f"{link} exists and is not a link to "
+                                   f"the suite ({REPO})")
+            link.unlink()
+    if not link.exists():
+        link.symlink_to(REPO)
+    done.append(f"{link} -> {REPO}")
+    return done
+
+
+def parser(command: str = "") -> argparse.ArgumentParser:
+    """storm lkp's parser; with command "install", that command's own."""
+    p = argparse.ArgumentParser(
+        prog="storm lkp",
+        description="The storms as lkp-tests programs. `storm lkp install "
+        "LKP_SRC` copies the programs (ipistorm, tlbstorm, slabstorm) and "
+        "their jobs into an lkp-tests checkout and links this suite where "
+        "they find it; then `lkp split-job` and `lkp run` a job as for any "
+        "lkp program (docs/lkp.md).",
+        epilog="example: storm lkp install ~/lkp-tests && cd ~/lkp-tests "
+        "&& bin/lkp split-job jobs/ipistorm.yaml && bin/lkp run "
+        "ipistorm-*.yaml")
+    sub = p.add_subparsers(dest="command", required=True)
+    inst = sub.add_parser("install", help="install the programs and jobs "
+                          "into an lkp-tests checkout")
+    inst.add_argument("lkp_src", type=pathlib.Path,
+                      help="the lkp-tests checkout ($LKP_SRC)")
+    inst.add_argument("--benchmark-root", type=pathlib.Path,
+                      default=BENCHMARK_ROOT,
+                      help="where lkp keeps benchmarks and the programs "
+                      f"look for the suite (default {BENCHMARK_ROOT})")
+    return inst if command == "install" else p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        done = install(args.lkp_src.resolve(), args.benchmark_root)
+    except (InstallError, OSError) as e:
+        print(f"storm lkp install: {e}", file=sys.stderr)
+        return 1
+    for line in done:
+        print(f"storm lkp install: {line}")
+    built = sorted(p.parent.name for p in
+                   (REPO / "build").glob("*/ipistorm.ko"))
+    print("storm lkp install: the storms are built for "
+          + (", ".join(built) or "no kernel yet")
+          + " (make builds them for the running one); next: cd "
+          f"{args.lkp_src} && bin/lkp split-job jobs/ipistorm.yaml && "
+          "bin/lkp run ipistorm-*.yaml")
+    return 0
