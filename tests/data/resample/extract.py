@@ -10,7 +10,10 @@ session and boot.
   python3 tests/data/resample/extract.py
 
 from a checkout that still has results/ (commit 1fa48aa has them; they
-are in the repository's history).
+are in the repository's history). Boots measured since join a data set
+as a group of their own, read from their directories wherever they are:
+
+  python3 tests/data/resample/extract.py --add NAME GROUP DIR...
 
 <name>/boots.json.gz: {"what", "groups": [{"name", "kernel", "session",
 "level", "dirs", "boots": [{"boot_id", "runs": [run document]}]}]}.
@@ -104,49 +107,76 @@ def tracked(d: str) -> list[pathlib.Path]:
                   if f.endswith(".json") and "/run-" in f)
 
 
+def add(name: str, gname: str, dirs: list[str]) -> int:
+    """Append the runs under dirs (any run-*.json below them) to data set
+    name as group gname, level aa."""
+    path = HERE / name / "boots.json.gz"
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    params = SETS[name][0]
+    files = {d: sorted(pathlib.Path(d).rglob("run-*.json")) for d in dirs}
+    groups = collect(gname, "aa", dirs, params, files)
+    if not groups:
+        print(f"extract: no runs of {params} under {dirs}", file=sys.stderr)
+        return 1
+    doc["groups"] += groups
+    doc["what"] += f"; group {gname} added by extract.py --add"
+    write(path, doc)
+    return 0
+
+
+def collect(gname: str, level: str, dirs: list[str], params: dict,
+            files: dict[str, list[pathlib.Path]]) -> list[dict]:
+    sessions: dict[str, dict[str, list]] = collections.defaultdict(dict)
+    for d in dirs:
+        for f in files[d]:
+            doc = json.loads(f.read_text())
+            if doc["params"] != params or doc["run"].get("traced") \
+                    or (doc["storm"] == "ipistorm"
+                        and "latency.hist" not in doc["result"]):
+                continue
+            sid = doc["run"].get("series")
+            bid = doc["env"].get("boot_id")
+            if not sid or not bid:
+                continue        # older files: no session or boot
+            sessions[sid].setdefault(bid, []).append(cut(doc))
+    return [{"name": gname, "level": level, "session": sid,
+             "kernel": next(iter(boots.values()))[0]["env"][
+                 "kernel_release"],
+             "dirs": dirs,
+             "boots": [{"boot_id": b, "runs": sorted(
+                 r, key=lambda x: x["run"]["started"] +
+                 f"{x['run']['index']:04d}")}
+                 for b, r in boots.items()]}
+            for sid, boots in sorted(sessions.items())]
+
+
+def write(path: pathlib.Path, doc: dict) -> None:
+    path.parent.mkdir(exist_ok=True)
+    text = json.dumps(doc, separators=(",", ":")) + "\n"
+    path.write_bytes(gzip.compress(text.encode(), mtime=0))
+    groups = doc["groups"]
+    nb = sum(len(g["boots"]) for g in groups)
+    nr = sum(len(b["runs"]) for g in groups for b in g["boots"])
+    print(f"{path.relative_to(REPO)}: {len(groups)} groups, {nb} boots, "
+          f"{nr} runs", file=sys.stderr)
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--add"] and len(sys.argv) > 4:
+        return add(sys.argv[2], sys.argv[3], sys.argv[4:])
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
                             check=True, capture_output=True,
                             text=True).stdout.strip()
     for name, (params, groups) in SETS.items():
         out = []
         for gname, level, dirs in groups:
-            sessions: dict[str, dict[str, list]] = collections.defaultdict(
-                dict)
-            for d in dirs:
-                for f in tracked(d):
-                    doc = json.loads(f.read_text())
-                    if doc["params"] != params or doc["run"].get("traced") \
-                            or (doc["storm"] == "ipistorm"
-                                and "latency.hist" not in doc["result"]):
-                        continue
-                    sid = doc["run"].get("series")
-                    bid = doc["env"].get("boot_id")
-                    if not sid or not bid:
-                        continue        # older files: no session or boot
-                    sessions[sid].setdefault(bid, []).append(cut(doc))
-            for sid, boots in sorted(sessions.items()):
-                out.append({
-                    "name": gname, "level": level, "session": sid,
-                    "kernel": next(iter(boots.values()))[0]["env"][
-                        "kernel_release"],
-                    "dirs": dirs,
-                    "boots": [{"boot_id": b, "runs": sorted(
-                        r, key=lambda x: x["run"]["started"] +
-                        f"{x['run']['index']:04d}")}
-                        for b, r in boots.items()]})
+            out += collect(gname, level, dirs, params,
+                           {d: tracked(d) for d in dirs})
         doc = {"what": f"{name}: real per-boot runs, cut from the run "
                "files under results/ at commit "
                f"{commit} by tests/data/resample/extract.py",
                "groups": out}
-        path = HERE / name / "boots.json.gz"
-        path.parent.mkdir(exist_ok=True)
-        text = json.dumps(doc, separators=(",", ":")) + "\n"
-        path.write_bytes(gzip.compress(text.encode(), mtime=0))
-        nb = sum(len(g["boots"]) for g in out)
-        nr = sum(len(b["runs"]) for g in out for b in g["boots"])
-        print(f"{path.relative_to(REPO)}: {len(out)} groups, {nb} boots, "
-              f"{nr} runs", file=sys.stderr)
+        write(HERE / name / "boots.json.gz", doc)
     return 0
 
 
