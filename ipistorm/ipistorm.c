@@ -17,15 +17,24 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
 #include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/math.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/cpu.h>
-#include <linux/math.h>
+#include <linux/percpu.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/smp.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
 #include <linux/timex.h>
 
 #include "storm.h"

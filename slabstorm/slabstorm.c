@@ -24,14 +24,21 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/completion.h>
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
+#include <linux/kthread.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/cpu.h>
+#include <linux/percpu.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
-#include <linux/version.h>
+#include <linux/timekeeping.h>
 #include <linux/workqueue.h>
 
 #include "storm.h"
@@ -407,8 +414,9 @@ static int slabstorm_shrink_round(void)
  * queues it: a work item on system_wq frees it, and removes it from
  * /sys/kernel/slab, after an rcu_barrier(). Wait for that, so no cache of
  * the storm outlives the run. From 6.12 on the destroy itself waits.
+ * Kbuild defines STORM_SLAB_RCU_DESTROY_DEFERRED for the kernels before.
  */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+#ifdef STORM_SLAB_RCU_DESTROY_DEFERRED
 static void slabstorm_wait_deferred_release(void)
 {
 	u64 t0 = ktime_get_ns();
