@@ -99,9 +99,10 @@ void storm_worker_done(struct storm_ctl *ctl)
 	atomic_dec(&ctl->running);
 }
 
+/* TASK_IDLE, as the torture tests wait: no load, no hung-task report. */
 void storm_ctl_wait_ready(struct storm_ctl *ctl)
 {
-	wait_for_completion(&ctl->all_ready);
+	wait_for_completion_state(&ctl->all_ready, TASK_IDLE);
 }
 
 /*
@@ -141,7 +142,7 @@ void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
 }
 
 /*
- * Wait for the end of the run, one tick at a time (see above). A fatal
+ * Wait for the end of the run, one tick at a time (see storm.h). A fatal
  * signal to the waiting task (Ctrl-C on insmod) stops the workers early;
  * the run is then marked interrupted and this still waits for every
  * worker, which stops within one call.
@@ -176,21 +177,19 @@ void storm_ctl_wait_done(struct storm_ctl *ctl)
 			    ctl->start_ns);
 }
 
-
 /* ---------------------------------------------------------------------
- * Worker threads: created bound to one CPU, with a task reference held so
- * kthread_stop() is safe whether or not the thread has already returned.
+ * Worker threads: created on their CPU's node and bound to the CPU, with
+ * a task reference held so kthread_stop() is safe whether or not the
+ * thread has already returned.
  */
-struct task_struct *storm_thread_create(int (*fn)(void *),
-					void *data, int cpu,
-					const char *name)
+struct task_struct *storm_thread_create(int (*fn)(void *), void *data,
+					unsigned int cpu, const char *namefmt)
 {
 	struct task_struct *t;
 
-	t = kthread_create(fn, data, "%s/%d", name, cpu);
+	t = kthread_create_on_cpu(fn, data, cpu, namefmt);
 	if (IS_ERR(t))
 		return t;
-	kthread_bind(t, cpu);
 	get_task_struct(t);
 	return t;
 }
@@ -300,7 +299,6 @@ void storm_hotplug_show(struct seq_file *m)
 		   atomic_read(&storm_hp_offline),
 		   atomic_read(&storm_hp_online));
 }
-
 
 /* ---------------------------------------------------------------------
  * Load and unload: see struct storm_module.
@@ -417,7 +415,7 @@ void storm_hist_init(struct storm_hist *h)
 	h->min_ns = U64_MAX;
 }
 
-/* Smallest value that falls in bucket @idx (the inverse of the above). */
+/* Smallest value that falls in bucket @idx (storm_hist_index() inverted). */
 static u64 storm_hist_bucket_low(unsigned int idx)
 {
 	unsigned int shift;
@@ -572,7 +570,6 @@ void storm_irqs_end(struct storm_ctl *ctl)
 	}
 	storm_irqs_advance(ctl->irqs_acc, ctl->irqs_after);
 }
-
 
 void storm_irqs_delta(const struct storm_irqs *before,
 		      const struct storm_irqs *after, int cpu,

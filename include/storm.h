@@ -135,9 +135,10 @@ static inline bool storm_should_stop(struct storm_ctl *ctl)
 
 /* ---------------------------------------------------------------------
  * Threads: one bound to each CPU of a storm, parked once done.
+ * @namefmt holds one %u, the CPU: KBUILD_MODNAME "/%u".
  */
 struct task_struct *storm_thread_create(int (*fn)(void *), void *data,
-					int cpu, const char *name);
+					unsigned int cpu, const char *namefmt);
 void storm_thread_park(void);
 void storm_thread_stop(struct task_struct **t);
 

@@ -8,7 +8,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpumask.h>
-#include <linux/delay.h>
 #include <linux/errno.h>
 #include <linux/kprobes.h>
 #include <linux/math64.h>
@@ -16,6 +15,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/percpu.h>
+#include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -296,7 +296,7 @@ void storm_sent_stop(bool may_pin)
 	pr_err("count_sent: the kernel could not remove %d of the kprobes on the IPI send functions: retrying until it does\n",
 	       left);
 	do {
-		msleep(100);
+		schedule_timeout_idle(HZ / 10);
 		tries++;
 	} while (storm_sent_unregister());
 	pr_info("count_sent: kprobes removed after %d retries\n", tries);

@@ -755,7 +755,7 @@ static int __init ipistorm_init(void)
 		storm_hist_init(&s->hist);
 		INIT_CSD(&s->csd, ipistorm_handler, s);
 		s->task = storm_thread_create(ipistorm_sender_fn, s, cpu,
-					      KBUILD_MODNAME);
+					      KBUILD_MODNAME "/%u");
 		if (IS_ERR(s->task)) {
 			ret = PTR_ERR(s->task);
 			s->task = NULL;

@@ -306,9 +306,8 @@ static int slabstorm_touch_fn(void *arg)
 	int ret;
 
 	for (;;) {
-		/* interruptible: an idle helper is not a hung task */
-		if (wait_for_completion_interruptible(&c->go))
-			continue;
+		/* TASK_IDLE: an idle helper is not a hung task */
+		wait_for_completion_state(&c->go, TASK_IDLE);
 		if (READ_ONCE(c->quit))
 			break;
 		atomic_inc(&touch_awake);
@@ -1008,7 +1007,7 @@ static int slabstorm_create_threads(void)
 			w->from = prev;
 			prev = c;
 			w->task = storm_thread_create(slabstorm_remote_fn, w, c,
-						      KBUILD_MODNAME);
+						      KBUILD_MODNAME "/%u");
 		} else {
 			w->objs = kcalloc(fill, sizeof(void *), GFP_KERNEL);
 			if (!w->objs)
@@ -1017,7 +1016,7 @@ static int slabstorm_create_threads(void)
 			if (c == home)
 				continue;
 			w->task = storm_thread_create(slabstorm_touch_fn, w, c,
-						      "slabtouch");
+						      "slabtouch/%u");
 		}
 		if (IS_ERR(w->task)) {
 			ret = PTR_ERR(w->task);
@@ -1032,7 +1031,7 @@ static int slabstorm_create_threads(void)
 	if (smode == SLABSTORM_REMOTE)
 		return 0;
 	main_task = storm_thread_create(slabstorm_main_fn, NULL, home,
-					KBUILD_MODNAME);
+					KBUILD_MODNAME "/%u");
 	if (IS_ERR(main_task)) {
 		ret = PTR_ERR(main_task);
 		main_task = NULL;

@@ -624,7 +624,7 @@ static void tlbstorm_run(void)
 	int cpu;
 
 	if (storm_mode == TLBSTORM_USER)
-		wait_for_completion(&workers_all_ready);
+		wait_for_completion_state(&workers_all_ready, TASK_IDLE);
 	storm_ctl_wait_ready(&ctl);
 	if (storm_mode == TLBSTORM_USER) {
 		for_each_cpu(cpu, target_mask) {
@@ -736,7 +736,7 @@ static int tlbstorm_create_threads(void)
 
 			w->cpu = cpu;
 			w->task = storm_thread_create(tlbstorm_worker_fn, w,
-						      cpu, KBUILD_MODNAME "-w");
+						      cpu, KBUILD_MODNAME "-w/%u");
 			if (IS_ERR(w->task)) {
 				ret = PTR_ERR(w->task);
 				w->task = NULL;
@@ -752,7 +752,7 @@ static int tlbstorm_create_threads(void)
 		f->cpu = cpu;
 		storm_hist_init(&f->hist);
 		f->task = storm_thread_create(tlbstorm_flusher_fn, f, cpu,
-					      KBUILD_MODNAME);
+					      KBUILD_MODNAME "/%u");
 		if (IS_ERR(f->task)) {
 			ret = PTR_ERR(f->task);
 			f->task = NULL;
