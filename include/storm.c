@@ -24,6 +24,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/stdarg.h>
 #include <linux/timekeeping.h>
 #include <linux/utsname.h>
 #ifdef CONFIG_X86
@@ -817,16 +818,37 @@ void storm_show_header(struct seq_file *m, const char *storm,
 	seq_printf(m, "runtime_ns: %llu\n", ctl->end_ns - ctl->start_ns);
 }
 
-/* The last line of every run in dmesg, as refscale and rcutorture say it. */
-void storm_print_verdict(const struct storm_ctl *ctl,
-			 bool failed)
+/*
+ * A storm's first and last lines in the kernel log, as rcutorture and
+ * locktorture print theirs: "Start of test: <every parameter>" once the
+ * parameters are checked, and "End of test: SUCCESS: <the same>" (or
+ * "FAILURE", "FAILURE (<status>)") as the last line of the run. @fmt
+ * holds the storm's own parameters; the shared ones follow.
+ */
+void storm_print_params(const char *tag, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	pr_info("%s: %pV count_sent=%d pmu=%d\n", tag, &vaf, storm_sent_on(),
+		storm_pmu_on());
+	va_end(args);
+}
+
+void storm_print_end(const struct storm_ctl *ctl, bool failed,
+		     void (*print_params)(const char *tag))
 {
 	const char *status = storm_status(ctl, failed);
+	char tag[48];
 
 	if (!strcmp(status, "done"))
-		pr_info("End of test: SUCCESS\n");
+		strscpy(tag, "End of test: SUCCESS", sizeof(tag));
 	else if (failed)
-		pr_info("End of test: FAILURE\n");
+		strscpy(tag, "End of test: FAILURE", sizeof(tag));
 	else
-		pr_info("End of test: FAILURE (%s)\n", status);
+		snprintf(tag, sizeof(tag), "End of test: FAILURE (%s)", status);
+	print_params(tag);
 }

@@ -13,7 +13,8 @@
  *  - storm_sent:   the IPIs sent, by sender and target (storm_sent.h)
  *  - storm_pmu:    instructions and cycles from the PMU (storm_pmu.h)
  *  - cpulist parameters with a one-line reason on refusal
- *  - thread helpers and the "name: value" result-file printers
+ *  - thread helpers, the "name: value" result-file printers, and the
+ *    "Start of test" and "End of test" lines of the kernel log
  */
 #ifndef _STORM_H
 #define _STORM_H
@@ -295,11 +296,15 @@ int storm_check_memory(const char *what, u64 bytes);
 
 /* ---------------------------------------------------------------------
  * Results: the result file's header, the status, and the kernel log's
- * first and last lines of a storm.
+ * first and last lines of a storm: print_params(tag) of each storm calls
+ * storm_print_params() with its own parameters.
  */
 const char *storm_status(const struct storm_ctl *ctl, bool failed);
 void storm_show_header(struct seq_file *m, const char *storm,
 		       const struct storm_ctl *ctl, bool failed);
-void storm_print_verdict(const struct storm_ctl *ctl, bool failed);
+__printf(2, 3)
+void storm_print_params(const char *tag, const char *fmt, ...);
+void storm_print_end(const struct storm_ctl *ctl, bool failed,
+		     void (*print_params)(const char *tag));
 
 #endif /* _STORM_H */

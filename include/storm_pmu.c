@@ -24,6 +24,12 @@ MODULE_PARM_DESC(pmu, "Count each CPU's retired instructions and cycles over the
 
 enum { STORM_PMU_INSN, STORM_PMU_CYCLES, STORM_PMU_NR };
 
+/* pmu=, for the Start of test and End of test lines. */
+bool storm_pmu_on(void)
+{
+	return pmu;
+}
+
 static const char *const storm_pmu_name[STORM_PMU_NR] = { "insn", "cycles" };
 
 static struct {

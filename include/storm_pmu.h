@@ -25,5 +25,6 @@ void storm_pmu_begin(void);
 void storm_pmu_end(void);
 void storm_pmu_show(struct seq_file *m);
 void storm_pmu_free(void);
+bool storm_pmu_on(void);
 
 #endif /* _STORM_PMU_H */

@@ -400,6 +400,12 @@ void storm_sent_end(void)
 	}
 }
 
+/* count_sent=, for the Start of test and End of test lines. */
+bool storm_sent_on(void)
+{
+	return count_sent;
+}
+
 /* A probe the kernel could not remove keeps the module loaded for good. */
 bool storm_sent_pinned(void)
 {

@@ -47,12 +47,13 @@ struct storm_irqs;
  * fails the load; a kernel without the probes only loses the counts.
  */
 int storm_sent_start(void);
-/* Around the storm's irq_stat snapshots: first at the start, last at the end. */
+/* Around the storm's irq_stat snapshots: the first and the last. */
 void storm_sent_begin(void);
 void storm_sent_end(void);
 /* After the storm (@may_pin: the module is live), and at unload. */
 void storm_sent_stop(bool may_pin);
 void storm_sent_free(void);
+bool storm_sent_on(void);
 bool storm_sent_pinned(void);
 void storm_sent_show(struct seq_file *m, const struct storm_irqs *before,
 		     const struct storm_irqs *after);

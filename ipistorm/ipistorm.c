@@ -401,13 +401,15 @@ static int ipistorm_target_of(int cpu)
 	return t % (cpumask_last(cpu_online_mask) + 1);
 }
 
-static void ipistorm_print_params(void)
+/* "<tag>: numipi=..." with the CPU lists and kind as the storm runs them */
+static void ipistorm_print_params(const char *tag)
 {
-	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s busy_budget=%d\n",
-		numipi, timeout, wait, single, async, offset, mask, delay,
-		handler_ns, handler_loops, latency, background,
-		cpumask_pr_args(sender_mask), cpumask_pr_args(target_mask),
-		ipistorm_kind_name[kind], busy_budget);
+	storm_print_params(tag, "numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s busy_budget=%d",
+			   numipi, timeout, wait, single, async, offset, mask,
+			   delay, handler_ns, handler_loops, latency, background,
+			   cpumask_pr_args(sender_mask),
+			   cpumask_pr_args(target_mask), ipistorm_kind_name[kind],
+			   busy_budget);
 }
 
 /*
@@ -558,7 +560,7 @@ static void ipistorm_print_results(void)
 		cpumask_weight(sender_mask), calls, runtime,
 		runtime ? mul_u64_u64_div_u64(calls, NSEC_PER_SEC, runtime) : 0,
 		sum.cal, sum.res, sum.tlb, storm_status(&ctl, failed));
-	storm_print_verdict(&ctl, failed);
+	storm_print_end(&ctl, failed, ipistorm_print_params);
 }
 
 static int ipistorm_result_show(struct seq_file *m, void *v)
@@ -746,7 +748,7 @@ static int __init ipistorm_init(void)
 		goto err_unwatch;
 	}
 	busy_budget = handler_ns && ipistorm_back_to_back();
-	ipistorm_print_params();
+	ipistorm_print_params("Start of test");
 	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
 	for_each_cpu(cpu, sender_mask) {
 		struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);

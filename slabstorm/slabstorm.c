@@ -612,12 +612,13 @@ static void slabstorm_destroy_fixed(void)
 /* ---------------------------------------------------------------------
  * Parameters.
  */
-static void slabstorm_print_params(void)
+/* "<tag>: mode=..." with the CPUs as the storm runs them */
+static void slabstorm_print_params(const char *tag)
 {
-	pr_info("mode=%s numcache=%lu numobj=%lu timeout=%lu objsize=%lu fill=%lu shrink=%d cpu=%d latency=%d background=%d cpulist=%*pbl\n",
-		slabstorm_mode_name[smode], numcache, numobj, timeout, objsize,
-		fill, shrink, home, latency, background,
-		cpumask_pr_args(touch_mask));
+	storm_print_params(tag, "mode=%s numcache=%lu numobj=%lu timeout=%lu objsize=%lu fill=%lu shrink=%d cpu=%d latency=%d background=%d cpulist=%*pbl",
+			   slabstorm_mode_name[smode], numcache, numobj,
+			   timeout, objsize, fill, shrink, home, latency,
+			   background, cpumask_pr_args(touch_mask));
 }
 
 static int slabstorm_check_cpu(void)
@@ -863,7 +864,7 @@ static void slabstorm_print_results(void)
 	if (main_error)
 		pr_err("mode=%s stopped on error %d\n", slabstorm_mode_name[smode],
 		       main_error);
-	storm_print_verdict(&ctl, failed);
+	storm_print_end(&ctl, failed, slabstorm_print_params);
 }
 
 static void slabstorm_show_phase(struct seq_file *m, enum slabstorm_phase_id p)
@@ -1140,7 +1141,7 @@ static int __init slabstorm_init(void)
 		cpus_read_unlock();
 		goto err_unwatch;
 	}
-	slabstorm_print_params();
+	slabstorm_print_params("Start of test");
 	ret = slabstorm_create_threads();
 	cpus_read_unlock();
 	if (ret)

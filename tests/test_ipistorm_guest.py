@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 from conftest import (HLT_IDLE_MISS, KERNELS, STRAY_CAL, assert_clean,
-                      assert_histogram, boot)
+                      assert_histogram, assert_start_and_end, boot)
 from stormsuite import interrupts, result, vm
 
 CPUS = {0, 1, 2, 3}
@@ -24,6 +24,7 @@ def ok(case):
     assert res["status"] == "done", res["status"]
     assert "End of test: SUCCESS" in case.dmesg
     assert_clean(case.dmesg)
+    assert_start_and_end(case, "ipistorm")
     return res
 
 

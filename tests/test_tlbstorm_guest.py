@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from conftest import assert_clean, assert_histogram
+from conftest import assert_clean, assert_histogram, assert_start_and_end
 from stormsuite import interrupts, result
 
 # At least this share of the ideal count. In the recorded CI runs (6.1 and
@@ -47,6 +47,7 @@ def ok(case) -> dict[str, str]:
     assert res["status"] == "done", res["status"]
     assert "tlbstorm: End of test: SUCCESS" in case.dmesg
     assert_clean(case.dmesg)
+    assert_start_and_end(case, "tlbstorm")
     assert {k[len("param."):] for k in res if k.startswith("param.")} \
         == PARAMS
     # the dmesg summary and the result file tell the same story

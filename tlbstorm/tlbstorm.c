@@ -328,14 +328,16 @@ static int tlbstorm_flusher_fn(void *arg)
 	return 0;
 }
 
-static void tlbstorm_print_params(void)
+/* "<tag>: numflush=..." with the CPU lists and the flush as expected */
+static void tlbstorm_print_params(const char *tag)
 {
-	pr_info("numflush=%lu timeout=%lu pages=%lu mode=%s delay=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl counted_in=%s flush_kind=%s\n",
-		numflush, timeout, pages, tlbstorm_mode_name[storm_mode], delay,
-		latency, background, cpumask_pr_args(flusher_mask),
-		cpumask_pr_args(target_mask),
-		tlbstorm_counted_in[storm_mode],
-		tlbstorm_flush_kind_name[flush_kind]);
+	storm_print_params(tag, "numflush=%lu timeout=%lu pages=%lu mode=%s delay=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl counted_in=%s flush_kind=%s",
+			   numflush, timeout, pages,
+			   tlbstorm_mode_name[storm_mode], delay, latency,
+			   background, cpumask_pr_args(flusher_mask),
+			   cpumask_pr_args(target_mask),
+			   tlbstorm_counted_in[storm_mode],
+			   tlbstorm_flush_kind_name[flush_kind]);
 }
 
 /*
@@ -489,7 +491,7 @@ static void tlbstorm_print_results(void)
 		cpumask_pr_args(target_mask), sum.tlb, sum.cal, sum.res,
 		tlbstorm_counted_in[storm_mode],
 		tlbstorm_flush_kind_name[flush_kind], storm_status(&ctl, failed));
-	storm_print_verdict(&ctl, failed);
+	storm_print_end(&ctl, failed, tlbstorm_print_params);
 }
 
 static int tlbstorm_result_show(struct seq_file *m, void *v)
@@ -800,7 +802,7 @@ static int __init tlbstorm_init(void)
 	ret = tlbstorm_check_params();
 	if (ret)
 		goto err_unlock;
-	tlbstorm_print_params();
+	tlbstorm_print_params("Start of test");
 	if (storm_mode == TLBSTORM_USER)
 		ret = tlbstorm_get_mm();
 	else
