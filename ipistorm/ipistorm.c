@@ -437,65 +437,62 @@ static bool ipistorm_back_to_back(void)
 	return false;
 }
 
-static int ipistorm_check_params(void)
+/* The counts, times and sizes: each within its bound. */
+static int ipistorm_check_bounds(void)
 {
-	int cpu, ret;
+	return storm_check_bound("numipi", numipi, timeout) ?:
+	       storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
+	       storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
+	       storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
+	       storm_check_range("handler_ns", handler_ns,
+				 IPISTORM_MAX_HANDLER_NS) ?:
+	       storm_check_range("handler_loops", handler_loops,
+				 IPISTORM_MAX_HANDLER_LOOPS) ?:
+	       storm_check_range("latency", latency, IPISTORM_MAX_LATENCY);
+}
 
-	ret = storm_parse_cpulist("cpulist", cpulist, sender_mask,
-				  cpu_online_mask);
-	if (ret)
-		return ret;
-	ret = storm_check_bound("numipi", numipi, timeout) ?:
-	      storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
-	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
-	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
-	      storm_check_range("handler_ns", handler_ns,
-				IPISTORM_MAX_HANDLER_NS) ?:
-	      storm_check_range("handler_loops", handler_loops,
-				IPISTORM_MAX_HANDLER_LOOPS) ?:
-	      storm_check_range("latency", latency, IPISTORM_MAX_LATENCY);
-	if (ret)
-		return ret;
-	if (async && !single) {
-		pr_err("async=1 needs single=1\n");
-		return -EINVAL;
-	}
-	if (single && targets) {
-		pr_err("targets= is for single=0; single=1 uses offset and mask\n");
-		return -EINVAL;
-	}
+/* single=1 (and async=1): each sender's one target, by offset and mask. */
+static int ipistorm_check_single(void)
+{
+	int cpu;
 
-	if (single) {
-		kind = async ? IPISTORM_ASYNC : IPISTORM_SINGLE;
-		cpumask_clear(target_mask);
-		for_each_cpu(cpu, sender_mask) {
-			int t = ipistorm_target_of(cpu);
+	kind = async ? IPISTORM_ASYNC : IPISTORM_SINGLE;
+	cpumask_clear(target_mask);
+	for_each_cpu(cpu, sender_mask) {
+		int t = ipistorm_target_of(cpu);
 
-			if (t == cpu) {
-				pr_err("CPU %d would call itself (offset=%lu mask=%#lx)\n",
-				       cpu, offset, mask);
-				return -EINVAL;
-			}
-			if (!cpu_online(t)) {
-				pr_err("CPU %d -> target CPU %d is not online (offset=%lu mask=%#lx)\n",
-				       cpu, t, offset, mask);
-				return -EINVAL;
-			}
-			per_cpu_ptr(senders, cpu)->target = t;
-			cpumask_set_cpu(t, target_mask);
-		}
-		return 0;
-	}
-
-	if (!targets) {
-		kind = IPISTORM_ALL;
-		cpumask_copy(target_mask, cpu_online_mask);
-		if (num_online_cpus() < 2) {
-			pr_err("single=0 needs a second online CPU\n");
+		if (t == cpu) {
+			pr_err("CPU %d would call itself (offset=%lu mask=%#lx)\n",
+			       cpu, offset, mask);
 			return -EINVAL;
 		}
-		return 0;
+		if (!cpu_online(t)) {
+			pr_err("CPU %d -> target CPU %d is not online (offset=%lu mask=%#lx)\n",
+			       cpu, t, offset, mask);
+			return -EINVAL;
+		}
+		per_cpu_ptr(senders, cpu)->target = t;
+		cpumask_set_cpu(t, target_mask);
 	}
+	return 0;
+}
+
+/* single=0 without targets=: smp_call_function() to every other CPU. */
+static int ipistorm_check_all(void)
+{
+	kind = IPISTORM_ALL;
+	cpumask_copy(target_mask, cpu_online_mask);
+	if (num_online_cpus() < 2) {
+		pr_err("single=0 needs a second online CPU\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* single=0 targets=LIST: smp_call_function_many() to the list. */
+static int ipistorm_check_many(void)
+{
+	int cpu, ret;
 
 	kind = IPISTORM_MANY;
 	ret = storm_parse_cpulist("targets", targets, target_mask,
@@ -511,6 +508,30 @@ static int ipistorm_check_params(void)
 		}
 	}
 	return 0;
+}
+
+static int ipistorm_check_params(void)
+{
+	int ret;
+
+	ret = storm_parse_cpulist("cpulist", cpulist, sender_mask,
+				  cpu_online_mask) ?:
+	      ipistorm_check_bounds();
+	if (ret)
+		return ret;
+	if (async && !single) {
+		pr_err("async=1 needs single=1\n");
+		return -EINVAL;
+	}
+	if (single && targets) {
+		pr_err("targets= is for single=0; single=1 uses offset and mask\n");
+		return -EINVAL;
+	}
+	if (single)
+		return ipistorm_check_single();
+	if (!targets)
+		return ipistorm_check_all();
+	return ipistorm_check_many();
 }
 
 static void ipistorm_print_results(void)

@@ -687,10 +687,60 @@ static int slabstorm_check_cpulist(void)
 	return 0;
 }
 
+/*
+ * The count of the mode (numobj for remote, numcache for the others) and
+ * the time bound; the other mode's count is refused.
+ */
+static int slabstorm_check_count(void)
+{
+	if (smode == SLABSTORM_REMOTE) {
+		if (numcache) {
+			pr_err("numcache=%lu: mode=remote counts objects, use numobj=\n",
+			       numcache);
+			return -EINVAL;
+		}
+		return storm_check_bound("numobj", numobj, timeout) ?:
+		       storm_check_range("numobj", numobj, STORM_MAX_COUNT);
+	}
+	if (numobj) {
+		pr_err("numobj=%lu: only mode=remote counts objects, mode=%s counts numcache=\n",
+		       numobj, mode);
+		return -EINVAL;
+	}
+	return storm_check_bound("numcache", numcache, timeout) ?:
+	       storm_check_range("numcache", numcache, STORM_MAX_COUNT);
+}
+
+/* Objects: their size, how many a touch holds, and the memory at once. */
+static int slabstorm_check_objects(void)
+{
+	int ret;
+
+	if (!objsize) {
+		pr_err("objsize=0: objects need at least one byte\n");
+		return -EINVAL;
+	}
+	if (!fill) {
+		pr_err("fill=0: a touch allocates at least one object\n");
+		return -EINVAL;
+	}
+	ret = storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
+	      storm_check_range("objsize", objsize, SLABSTORM_MAX_OBJSIZE) ?:
+	      storm_check_range("fill", fill, SLABSTORM_MAX_FILL);
+	if (ret)
+		return ret;
+	/* objects held at once: fill per touching CPU, or full rings */
+	if (smode == SLABSTORM_REMOTE)
+		return storm_check_memory("objsize x ring x cpulist",
+					  (u64)objsize * SLABSTORM_RING *
+					  cpumask_weight(touch_mask));
+	return storm_check_memory("objsize x fill x cpulist",
+				  (u64)objsize * fill *
+				  cpumask_weight(touch_mask));
+}
+
 static int slabstorm_check_params(void)
 {
-	const char *count_name;
-	unsigned long count;
 	int ret;
 
 	ret = match_string(slabstorm_mode_name,
@@ -701,57 +751,12 @@ static int slabstorm_check_params(void)
 		return -EINVAL;
 	}
 	smode = ret;
-
-	ret = slabstorm_check_cpu() ?: slabstorm_check_cpulist();
-	if (ret)
-		return ret;
-
-	if (smode == SLABSTORM_REMOTE) {
-		count_name = "numobj";
-		count = numobj;
-		if (numcache) {
-			pr_err("numcache=%lu: mode=remote counts objects, use numobj=\n",
-			       numcache);
-			return -EINVAL;
-		}
-	} else {
-		count_name = "numcache";
-		count = numcache;
-		if (numobj) {
-			pr_err("numobj=%lu: only mode=remote counts objects, mode=%s counts numcache=\n",
-			       numobj, mode);
-			return -EINVAL;
-		}
-	}
-	ret = storm_check_bound(count_name, count, timeout);
-	if (ret)
-		return ret;
-	if (!objsize) {
-		pr_err("objsize=0: objects need at least one byte\n");
-		return -EINVAL;
-	}
-	if (!fill) {
-		pr_err("fill=0: a touch allocates at least one object\n");
-		return -EINVAL;
-	}
-	ret = storm_check_range(count_name, count, STORM_MAX_COUNT) ?:
-	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
-	      storm_check_range("objsize", objsize, SLABSTORM_MAX_OBJSIZE) ?:
-	      storm_check_range("fill", fill, SLABSTORM_MAX_FILL);
-	if (ret)
-		return ret;
 	if (shrink && smode != SLABSTORM_CREATE && smode != SLABSTORM_RCU) {
 		pr_err("shrink=1 is for mode=create and mode=rcu (mode=shrink always shrinks)\n");
 		return -EINVAL;
 	}
-	/* objects held at once: fill per touching CPU, or full rings */
-	if (smode == SLABSTORM_REMOTE)
-		return storm_check_memory("objsize x ring x cpulist",
-					  (u64)objsize * SLABSTORM_RING *
-					  cpumask_weight(touch_mask));
-	return storm_check_memory("objsize x fill x cpulist",
-				  (u64)objsize * fill *
-				  cpumask_weight(touch_mask));
+	return slabstorm_check_cpu() ?: slabstorm_check_cpulist() ?:
+	       slabstorm_check_count() ?: slabstorm_check_objects();
 }
 
 /* ---------------------------------------------------------------------

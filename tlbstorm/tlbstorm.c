@@ -357,23 +357,11 @@ static enum tlbstorm_flush_kind tlbstorm_expected_flush(void)
 					       TLBSTORM_FLUSH_RANGE;
 }
 
-static int tlbstorm_check_params(void)
+/* The counts, times and sizes: each within its bound, and the memory. */
+static int tlbstorm_check_bounds(void)
 {
-	int cpu, ret;
+	int ret;
 
-	if (mode && sysfs_streq(mode, "user")) {
-		storm_mode = TLBSTORM_USER;
-	} else if (mode && sysfs_streq(mode, "kernel")) {
-		storm_mode = TLBSTORM_KERNEL;
-	} else {
-		pr_err("mode=%s: unknown mode (user or kernel)\n",
-		       mode ?: "");
-		return -EINVAL;
-	}
-	ret = storm_parse_cpulist("cpulist", cpulist, flusher_mask,
-				  cpumask_of(cpumask_first(cpu_online_mask)));
-	if (ret)
-		return ret;
 	ret = storm_check_bound("numflush", numflush, timeout);
 	if (ret)
 		return ret;
@@ -387,38 +375,46 @@ static int tlbstorm_check_params(void)
 	      storm_check_range("pages", pages, TLBSTORM_MAX_PAGES);
 	if (ret)
 		return ret;
-	flush_kind = tlbstorm_expected_flush();
 	/* user: each flusher maps pages at a time; kernel: one vmap */
-	ret = storm_check_memory("pages",
-				 (u64)pages * PAGE_SIZE *
-				 (storm_mode == TLBSTORM_USER ?
-				  cpumask_weight(flusher_mask) : 1));
-	if (ret)
-		return ret;
+	return storm_check_memory("pages",
+				  (u64)pages * PAGE_SIZE *
+				  (storm_mode == TLBSTORM_USER ?
+				   cpumask_weight(flusher_mask) : 1));
+}
 
-	if (storm_mode == TLBSTORM_KERNEL) {
-		/*
-		 * vm_unmap_aliases() purges every CPU's lazy areas at once: a
-		 * second flusher's purge would often find nothing left and
-		 * send no IPI, yet count and time a flush.
-		 */
-		if (cpumask_weight(flusher_mask) > 1) {
-			pr_err("mode=kernel: one flusher only (cpulist=%*pbl): the kernel purges all lazy vmap areas in one flush\n",
-			       cpumask_pr_args(flusher_mask));
-			return -EINVAL;
-		}
-		if (targets && *targets) {
-			pr_err("targets= is for mode=user; a kernel-range flush goes to every other online CPU\n");
-			return -EINVAL;
-		}
-		cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
-		if (cpumask_empty(target_mask)) {
-			pr_err("mode=kernel: no online CPU outside cpulist=%*pbl to flush\n",
-			       cpumask_pr_args(flusher_mask));
-			return -EINVAL;
-		}
-		return 0;
+/* mode=kernel: one flusher, and every other online CPU is flushed. */
+static int tlbstorm_check_kernel(void)
+{
+	/*
+	 * vm_unmap_aliases() purges every CPU's lazy areas at once: a second
+	 * flusher's purge would often find nothing left and send no IPI, yet
+	 * count and time a flush.
+	 */
+	if (cpumask_weight(flusher_mask) > 1) {
+		pr_err("mode=kernel: one flusher only (cpulist=%*pbl): the kernel purges all lazy vmap areas in one flush\n",
+		       cpumask_pr_args(flusher_mask));
+		return -EINVAL;
 	}
+	if (targets && *targets) {
+		pr_err("targets= is for mode=user; a kernel-range flush goes to every other online CPU\n");
+		return -EINVAL;
+	}
+	cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
+	if (cpumask_empty(target_mask)) {
+		pr_err("mode=kernel: no online CPU outside cpulist=%*pbl to flush\n",
+		       cpumask_pr_args(flusher_mask));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * mode=user: a worker on each target CPU, none of them a flusher's.
+ * targets= not given, or given empty: every online CPU but the flushers.
+ */
+static int tlbstorm_check_user(void)
+{
+	int cpu, ret;
 
 	if (!targets || !*targets) {
 		cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
@@ -441,6 +437,30 @@ static int tlbstorm_check_params(void)
 		}
 	}
 	return 0;
+}
+
+static int tlbstorm_check_params(void)
+{
+	int ret;
+
+	if (mode && sysfs_streq(mode, "user")) {
+		storm_mode = TLBSTORM_USER;
+	} else if (mode && sysfs_streq(mode, "kernel")) {
+		storm_mode = TLBSTORM_KERNEL;
+	} else {
+		pr_err("mode=%s: unknown mode (user or kernel)\n",
+		       mode ?: "");
+		return -EINVAL;
+	}
+	ret = storm_parse_cpulist("cpulist", cpulist, flusher_mask,
+				  cpumask_of(cpumask_first(cpu_online_mask))) ?:
+	      tlbstorm_check_bounds();
+	if (ret)
+		return ret;
+	flush_kind = tlbstorm_expected_flush();
+	if (storm_mode == TLBSTORM_KERNEL)
+		return tlbstorm_check_kernel();
+	return tlbstorm_check_user();
 }
 
 static u64 tlbstorm_total_flushes(void)
