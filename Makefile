@@ -54,7 +54,9 @@ modules:
 			ln -sf ../../include/$$s.c $(BUILD)/$${m}_$$s.c; \
 		done; \
 	done
-	@ln -sf ../../tests/kmod/insnloop.c $(BUILD)/insnloop.c
+	@for t in insnloop failalloc; do \
+		ln -sf ../../tests/kmod/$$t.c $(BUILD)/$$t.c; \
+	done
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) V=$(V) modules
 	@ls $(BUILD)/*.ko
 

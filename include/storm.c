@@ -93,6 +93,7 @@ void storm_worker_done(struct storm_ctl *ctl)
 	if (last && smp_load_acquire(&ctl->started) && ctl->irqs_after) {
 		storm_mark(STORM_MARK_END);
 		storm_irqs_snapshot(ctl->irqs_after);
+		ctl->window_end_ns = ktime_get_ns();
 		ctl->irqs_taken = true;
 	}
 	/* orders the end time before the count, see storm_ctl_wait_done() */
@@ -554,6 +555,7 @@ void storm_irqs_begin(struct storm_ctl *ctl,
 		      struct storm_irqs *after,
 		      struct storm_irqs *acc)
 {
+	ctl->window_start_ns = ktime_get_ns();
 	storm_irqs_snapshot(before);
 	storm_mark(STORM_MARK_BEGIN);
 	memcpy(acc, before, nr_cpu_ids * sizeof(*acc));
@@ -568,6 +570,7 @@ void storm_irqs_end(struct storm_ctl *ctl)
 	if (!ctl->irqs_taken) {
 		storm_mark(STORM_MARK_END);
 		storm_irqs_snapshot(ctl->irqs_after);
+		ctl->window_end_ns = ktime_get_ns();
 	}
 	storm_irqs_advance(ctl->irqs_acc, ctl->irqs_after);
 }
@@ -816,6 +819,9 @@ void storm_show_header(struct seq_file *m, const char *storm,
 	seq_printf(m, "status: %s\n", storm_status(ctl, failed));
 	storm_show_cpus_online(m, ctl->irqs_before);
 	seq_printf(m, "runtime_ns: %llu\n", ctl->end_ns - ctl->start_ns);
+	/* what the interrupt counts cover: runtime_ns and the snapshots */
+	seq_printf(m, "window_ns: %llu\n",
+		   ctl->window_end_ns - ctl->window_start_ns);
 }
 
 /*

@@ -105,6 +105,7 @@ struct storm_ctl {
 	bool started;			/* released by storm_ctl_go() */
 	atomic_t ending;		/* workers not yet at their end */
 	bool irqs_taken;		/* the last worker took irqs_after */
+	u64 window_start_ns, window_end_ns;	/* around the snapshots */
 	struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 };
 

@@ -259,6 +259,29 @@ def test_no_transparent_huge_pages_in_the_storms_mm(guest):
         faults("before"), faults("after"))
 
 
+def test_a_worker_failing_at_its_first_store_stops_the_storm_unrun(guest):
+    """Item 6 (docs/safety.md): tests/kmod/failalloc.ko fails every user
+    page of the worker on CPU 1, so its first put_user() gets -EFAULT.
+    The error is recorded before the worker says ready, the check before
+    the release sees it, and the flusher is released into a stopped
+    storm: no flush ran with a CPU out of the mm. (Recorded after ready,
+    as before the fix, the storm ran its 50 flushes and failed only at
+    the end.)"""
+    case = guest.case("tlb_worker_fails")
+    assert not case.file("failalloc.err"), case.file("failalloc.err")
+    assert int(case.file("failalloc_failed")) >= 1
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "failed"
+    assert res["flushes"] == "0"
+    assert int(res["worker.1.errors"]) >= 1
+    assert res["worker.2.errors"] == "0"
+    assert "worker 1: touching the mm failed with -14" in case.dmesg
+    assert_start_and_end(case, "tlbstorm", "End of test: FAILURE")
+    assert_clean(case.dmesg)
+    assert case.file("rmmod_rc").strip() == "0"
+
+
 @pytest.mark.parametrize("name,numflush,kind", [
     ("tlb_kernel", 300, "range"), ("tlb_kernel_pages64", 200, "full")])
 def test_kernel_range_flush_reaches_every_other_cpu_in_cal(guest, name,
