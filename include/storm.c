@@ -23,8 +23,8 @@
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
-#include <linux/string.h>
 #include <linux/stdarg.h>
+#include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/utsname.h>
 #ifdef CONFIG_X86

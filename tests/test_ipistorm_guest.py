@@ -326,23 +326,27 @@ def test_the_window_ends_at_the_last_workers_end(guest):
     snapshots: a few hundred microseconds under TCG (more when the host
     stalls the guest). A controller that took the snapshot once its next
     tick woke it would add a uniform 0 to 1 tick: the median of 20 such
-    tails would be half a tick, not under a quarter. In the median storm
-    the HLT-idle target took exactly one CAL per call."""
+    tails would be half a tick, not under a quarter. The HLT-idle target
+    took a CAL per call and the stray few, as in ipi_idle."""
     stamps = [int(x) for x in guest.case("ipi_window").file("jiffies").split()]
     assert len(stamps) == 4, stamps
     ns0, j0, ns1, j1 = stamps
-    hz = round((j1 - j0) * 10**9 / (ns1 - ns0))
-    assert hz in (100, 250, 300, 1000), hz
-    tails, cals = [], []
+    # under TCG the ticks fall behind the clock by a few percent
+    measured = (j1 - j0) * 10**9 / (ns1 - ns0)
+    hz = min((100, 250, 300, 1000), key=lambda h: abs(h - measured))
+    assert abs(measured - hz) < 0.1 * hz, measured
+    tails = []
     for i in range(1, WINDOW_RUNS + 1):
         res = ok(guest.case(f"ipi_window_{i}"))
         assert result.per_cpu(res, "handled")[1] == 100
         assert res["sender.0.calls"] == "100"
         tails.append(int(res["window_ns"]) - int(res["runtime_ns"]))
-        cals.append(result.per_cpu(res, "CAL")[1])
+        cal = result.per_cpu(res, "CAL")[1]
+        assert (1 - HLT_IDLE_MISS) * 100 <= cal <= 100 + STRAY_CAL, (i, cal)
     assert min(tails) >= 0, tails
     assert statistics.median(tails) < 10**9 / hz / 4, (tails, hz)
-    assert statistics.median(cals) == 100, cals
+    print(f"{guest.kernel}: window_ns - runtime_ns of {WINDOW_RUNS} storms "
+          f"(us): {sorted(t // 1000 for t in tails)}")
 
 
 BAD = {
