@@ -15,7 +15,9 @@ KDIR ?= /lib/modules/$(shell uname -r)/build
 # The release the kernel reports (uname -r), which Debian's headers keep in
 # utsrelease.h, not in kernel.release.
 KREL := $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
-MODULES := $(patsubst %/,%,$(dir $(wildcard */*storm.c)))
+MODULES := $(patsubst %/,%,$(dir $(filter-out include/%,$(wildcard */*storm.c))))
+# what every storm links in, each its own copy (see Kbuild)
+SHARED := $(basename $(notdir $(wildcard include/*.c)))
 BUILD := build/$(KREL)
 V ?= 0
 
@@ -45,8 +47,16 @@ modules:
 	@mkdir -p $(BUILD)
 	@ln -sfn ../../include $(BUILD)/include
 	@ln -sf ../../Kbuild $(BUILD)/Kbuild
-	@for m in $(MODULES); do ln -sf ../../$$m/$$m.c $(BUILD)/$$m.c; done
-	@ln -sf ../../tests/kmod/insnloop.c $(BUILD)/insnloop.c
+	@rm -f $(addprefix $(BUILD)/,$(addsuffix .c,$(MODULES)))
+	@for m in $(MODULES); do \
+		ln -sf ../../$$m/$$m.c $(BUILD)/$${m}_main.c; \
+		for s in $(SHARED); do \
+			ln -sf ../../include/$$s.c $(BUILD)/$${m}_$$s.c; \
+		done; \
+	done
+	@for t in insnloop failalloc; do \
+		ln -sf ../../tests/kmod/$$t.c $(BUILD)/$$t.c; \
+	done
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) V=$(V) modules
 	@ls $(BUILD)/*.ko
 

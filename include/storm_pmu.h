@@ -2,7 +2,8 @@
 /*
  * storm_pmu.h - instructions and cycles per CPU over a storm's window,
  * from the PMU: the hardware's count of what the storm-insn plugin counts
- * under emulation (qemu-plugin/). Included by storm.h.
+ * under emulation (qemu-plugin/). Included by storm.h; the code is in
+ * storm_pmu.c.
  *
  * One pinned kernel counter per online CPU and event, created at load,
  * counting from then on; the window is the difference of two reads, taken
@@ -15,149 +16,15 @@
 #ifndef _STORM_PMU_H
 #define _STORM_PMU_H
 
-#include <linux/cpumask.h>
-#include <linux/err.h>
-#include <linux/perf_event.h>
-#include <linux/seq_file.h>
-#include <linux/slab.h>
-
-static bool pmu = true;
-module_param(pmu, bool, 0444);
-MODULE_PARM_DESC(pmu, "Count each CPU's retired instructions and cycles over the storm's window with the PMU, where there is one (default 1)");
-
-enum { STORM_PMU_INSN, STORM_PMU_CYCLES, STORM_PMU_NR };
-
-static const char *const storm_pmu_name[STORM_PMU_NR] = { "insn", "cycles" };
-
-static struct {
-	struct perf_event **events;	/* [cpu * STORM_PMU_NR + event] */
-	u64 *before, *after;		/* same layout */
-	int error;			/* why nothing counts: -errno */
-	bool counted;
-} storm_pmu;
-
-static inline void storm_pmu_free(void)
-{
-	unsigned int i;
-
-	if (storm_pmu.events) {
-		for (i = 0; i < nr_cpu_ids * STORM_PMU_NR; i++)
-			if (storm_pmu.events[i])
-				perf_event_release_kernel(storm_pmu.events[i]);
-	}
-	kfree(storm_pmu.events);
-	kfree(storm_pmu.before);
-	kfree(storm_pmu.after);
-	storm_pmu.events = NULL;
-	storm_pmu.before = NULL;
-	storm_pmu.after = NULL;
-}
+struct seq_file;
 
 /* At load, with the storm's other allocations: -ENOMEM fails the load. */
-static inline int storm_pmu_start(void)
-{
-	static const u64 config[STORM_PMU_NR] = {
-		PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES,
-	};
-	struct perf_event_attr attr = {
-		.type = PERF_TYPE_HARDWARE,
-		.size = sizeof(attr),
-		.pinned = 1,
-	};
-	unsigned int n = nr_cpu_ids * STORM_PMU_NR;
-	int cpu, e;
-
-	storm_pmu.error = -ENODATA;
-	if (!pmu)
-		return 0;
-	storm_pmu.events = kcalloc(n, sizeof(*storm_pmu.events), GFP_KERNEL);
-	storm_pmu.before = kcalloc(n, sizeof(u64), GFP_KERNEL);
-	storm_pmu.after = kcalloc(n, sizeof(u64), GFP_KERNEL);
-	if (!storm_pmu.events || !storm_pmu.before || !storm_pmu.after) {
-		storm_pmu_free();
-		return -ENOMEM;
-	}
-	storm_pmu.error = 0;
-	cpus_read_lock();
-	for_each_online_cpu(cpu) {
-		for (e = 0; e < STORM_PMU_NR; e++) {
-			struct perf_event *ev;
-
-			attr.config = config[e];
-			ev = perf_event_create_kernel_counter(&attr, cpu, NULL,
-							      NULL, NULL);
-			if (IS_ERR(ev)) {
-				storm_pmu.error = PTR_ERR(ev);
-				break;
-			}
-			storm_pmu.events[cpu * STORM_PMU_NR + e] = ev;
-		}
-		if (storm_pmu.error)
-			break;
-	}
-	cpus_read_unlock();
-	if (storm_pmu.error) {
-		/* all or nothing: a partial count would read as a change */
-		storm_pmu_free();
-		if (storm_pmu.error == -ENOMEM)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static inline void storm_pmu_read(u64 *into)
-{
-	unsigned int i;
-	u64 enabled, running;
-
-	if (!storm_pmu.events)
-		return;
-	for (i = 0; i < nr_cpu_ids * STORM_PMU_NR; i++)
-		if (storm_pmu.events[i])
-			into[i] = perf_event_read_value(storm_pmu.events[i],
-							&enabled, &running);
-}
-
+int storm_pmu_start(void);
 /* Before the storm's before-snapshot, and after its after-snapshot. */
-static inline void storm_pmu_begin(void)
-{
-	storm_pmu_read(storm_pmu.before);
-}
-
-static inline void storm_pmu_end(void)
-{
-	storm_pmu_read(storm_pmu.after);
-	storm_pmu.counted = storm_pmu.events != NULL;
-}
-
-/*
- * "insn.source: pmu" and "insn.<cpu>: N", "cycles.<cpu>: N" for each CPU
- * counted; or "insn.source: off (<why>)". Under the plugin the host
- * counts instead (storm run adds its section to the run file).
- */
-static inline void storm_pmu_show(struct seq_file *m)
-{
-	unsigned int i;
-	int cpu, e;
-
-	if (!storm_pmu.counted) {
-		if (!pmu)
-			seq_puts(m, "insn.source: off (pmu=0)\n");
-		else
-			seq_printf(m, "insn.source: off (no PMU counter: %d)\n",
-				   storm_pmu.error);
-		return;
-	}
-	seq_puts(m, "insn.source: pmu\n");
-	for_each_possible_cpu(cpu) {
-		for (e = 0; e < STORM_PMU_NR; e++) {
-			i = cpu * STORM_PMU_NR + e;
-			if (storm_pmu.events[i])
-				seq_printf(m, "%s.%d: %llu\n", storm_pmu_name[e],
-					   cpu, storm_pmu.after[i] -
-					   storm_pmu.before[i]);
-		}
-	}
-}
+void storm_pmu_begin(void);
+void storm_pmu_end(void);
+void storm_pmu_show(struct seq_file *m);
+void storm_pmu_free(void);
+bool storm_pmu_on(void);
 
 #endif /* _STORM_PMU_H */

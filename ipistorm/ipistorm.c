@@ -17,15 +17,24 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
 #include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/math.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/cpu.h>
-#include <linux/math.h>
+#include <linux/percpu.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/smp.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
 #include <linux/timex.h>
 
 #include "storm.h"
@@ -392,13 +401,15 @@ static int ipistorm_target_of(int cpu)
 	return t % (cpumask_last(cpu_online_mask) + 1);
 }
 
-static void ipistorm_print_params(void)
+/* "<tag>: numipi=..." with the CPU lists and kind as the storm runs them */
+static void ipistorm_print_params(const char *tag)
 {
-	pr_info("numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s busy_budget=%d\n",
-		numipi, timeout, wait, single, async, offset, mask, delay,
-		handler_ns, handler_loops, latency, background,
-		cpumask_pr_args(sender_mask), cpumask_pr_args(target_mask),
-		ipistorm_kind_name[kind], busy_budget);
+	storm_print_params(tag, "numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s busy_budget=%d",
+			   numipi, timeout, wait, single, async, offset, mask,
+			   delay, handler_ns, handler_loops, latency, background,
+			   cpumask_pr_args(sender_mask),
+			   cpumask_pr_args(target_mask), ipistorm_kind_name[kind],
+			   busy_budget);
 }
 
 /*
@@ -426,65 +437,62 @@ static bool ipistorm_back_to_back(void)
 	return false;
 }
 
-static int ipistorm_check_params(void)
+/* The counts, times and sizes: each within its bound. */
+static int ipistorm_check_bounds(void)
 {
-	int cpu, ret;
+	return storm_check_bound("numipi", numipi, timeout) ?:
+	       storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
+	       storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
+	       storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
+	       storm_check_range("handler_ns", handler_ns,
+				 IPISTORM_MAX_HANDLER_NS) ?:
+	       storm_check_range("handler_loops", handler_loops,
+				 IPISTORM_MAX_HANDLER_LOOPS) ?:
+	       storm_check_range("latency", latency, IPISTORM_MAX_LATENCY);
+}
 
-	ret = storm_parse_cpulist("cpulist", cpulist, sender_mask,
-				  cpu_online_mask);
-	if (ret)
-		return ret;
-	ret = storm_check_bound("numipi", numipi, timeout) ?:
-	      storm_check_range("numipi", numipi, STORM_MAX_COUNT) ?:
-	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
-	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
-	      storm_check_range("handler_ns", handler_ns,
-				IPISTORM_MAX_HANDLER_NS) ?:
-	      storm_check_range("handler_loops", handler_loops,
-				IPISTORM_MAX_HANDLER_LOOPS) ?:
-	      storm_check_range("latency", latency, IPISTORM_MAX_LATENCY);
-	if (ret)
-		return ret;
-	if (async && !single) {
-		pr_err("async=1 needs single=1\n");
-		return -EINVAL;
-	}
-	if (single && targets) {
-		pr_err("targets= is for single=0; single=1 uses offset and mask\n");
-		return -EINVAL;
-	}
+/* single=1 (and async=1): each sender's one target, by offset and mask. */
+static int ipistorm_check_single(void)
+{
+	int cpu;
 
-	if (single) {
-		kind = async ? IPISTORM_ASYNC : IPISTORM_SINGLE;
-		cpumask_clear(target_mask);
-		for_each_cpu(cpu, sender_mask) {
-			int t = ipistorm_target_of(cpu);
+	kind = async ? IPISTORM_ASYNC : IPISTORM_SINGLE;
+	cpumask_clear(target_mask);
+	for_each_cpu(cpu, sender_mask) {
+		int t = ipistorm_target_of(cpu);
 
-			if (t == cpu) {
-				pr_err("CPU %d would call itself (offset=%lu mask=%#lx)\n",
-				       cpu, offset, mask);
-				return -EINVAL;
-			}
-			if (!cpu_online(t)) {
-				pr_err("CPU %d -> target CPU %d is not online (offset=%lu mask=%#lx)\n",
-				       cpu, t, offset, mask);
-				return -EINVAL;
-			}
-			per_cpu_ptr(senders, cpu)->target = t;
-			cpumask_set_cpu(t, target_mask);
-		}
-		return 0;
-	}
-
-	if (!targets) {
-		kind = IPISTORM_ALL;
-		cpumask_copy(target_mask, cpu_online_mask);
-		if (num_online_cpus() < 2) {
-			pr_err("single=0 needs a second online CPU\n");
+		if (t == cpu) {
+			pr_err("CPU %d would call itself (offset=%lu mask=%#lx)\n",
+			       cpu, offset, mask);
 			return -EINVAL;
 		}
-		return 0;
+		if (!cpu_online(t)) {
+			pr_err("CPU %d -> target CPU %d is not online (offset=%lu mask=%#lx)\n",
+			       cpu, t, offset, mask);
+			return -EINVAL;
+		}
+		per_cpu_ptr(senders, cpu)->target = t;
+		cpumask_set_cpu(t, target_mask);
 	}
+	return 0;
+}
+
+/* single=0 without targets=: smp_call_function() to every other CPU. */
+static int ipistorm_check_all(void)
+{
+	kind = IPISTORM_ALL;
+	cpumask_copy(target_mask, cpu_online_mask);
+	if (num_online_cpus() < 2) {
+		pr_err("single=0 needs a second online CPU\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* single=0 targets=LIST: smp_call_function_many() to the list. */
+static int ipistorm_check_many(void)
+{
+	int cpu, ret;
 
 	kind = IPISTORM_MANY;
 	ret = storm_parse_cpulist("targets", targets, target_mask,
@@ -500,6 +508,30 @@ static int ipistorm_check_params(void)
 		}
 	}
 	return 0;
+}
+
+static int ipistorm_check_params(void)
+{
+	int ret;
+
+	ret = storm_parse_cpulist("cpulist", cpulist, sender_mask,
+				  cpu_online_mask) ?:
+	      ipistorm_check_bounds();
+	if (ret)
+		return ret;
+	if (async && !single) {
+		pr_err("async=1 needs single=1\n");
+		return -EINVAL;
+	}
+	if (single && targets) {
+		pr_err("targets= is for single=0; single=1 uses offset and mask\n");
+		return -EINVAL;
+	}
+	if (single)
+		return ipistorm_check_single();
+	if (!targets)
+		return ipistorm_check_all();
+	return ipistorm_check_many();
 }
 
 static void ipistorm_print_results(void)
@@ -549,7 +581,7 @@ static void ipistorm_print_results(void)
 		cpumask_weight(sender_mask), calls, runtime,
 		runtime ? mul_u64_u64_div_u64(calls, NSEC_PER_SEC, runtime) : 0,
 		sum.cal, sum.res, sum.tlb, storm_status(&ctl, failed));
-	storm_print_verdict(&ctl, failed);
+	storm_print_end(&ctl, failed, ipistorm_print_params);
 }
 
 static int ipistorm_result_show(struct seq_file *m, void *v)
@@ -737,7 +769,7 @@ static int __init ipistorm_init(void)
 		goto err_unwatch;
 	}
 	busy_budget = handler_ns && ipistorm_back_to_back();
-	ipistorm_print_params();
+	ipistorm_print_params("Start of test");
 	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
 	for_each_cpu(cpu, sender_mask) {
 		struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
@@ -746,7 +778,7 @@ static int __init ipistorm_init(void)
 		storm_hist_init(&s->hist);
 		INIT_CSD(&s->csd, ipistorm_handler, s);
 		s->task = storm_thread_create(ipistorm_sender_fn, s, cpu,
-					      KBUILD_MODNAME);
+					      KBUILD_MODNAME "/%u");
 		if (IS_ERR(s->task)) {
 			ret = PTR_ERR(s->task);
 			s->task = NULL;

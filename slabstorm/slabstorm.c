@@ -24,14 +24,21 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/completion.h>
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
+#include <linux/kthread.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/cpu.h>
+#include <linux/percpu.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
-#include <linux/version.h>
+#include <linux/timekeeping.h>
 #include <linux/workqueue.h>
 
 #include "storm.h"
@@ -299,9 +306,8 @@ static int slabstorm_touch_fn(void *arg)
 	int ret;
 
 	for (;;) {
-		/* interruptible: an idle helper is not a hung task */
-		if (wait_for_completion_interruptible(&c->go))
-			continue;
+		/* TASK_IDLE: an idle helper is not a hung task */
+		wait_for_completion_state(&c->go, TASK_IDLE);
 		if (READ_ONCE(c->quit))
 			break;
 		atomic_inc(&touch_awake);
@@ -407,8 +413,9 @@ static int slabstorm_shrink_round(void)
  * queues it: a work item on system_wq frees it, and removes it from
  * /sys/kernel/slab, after an rcu_barrier(). Wait for that, so no cache of
  * the storm outlives the run. From 6.12 on the destroy itself waits.
+ * Kbuild defines STORM_SLAB_RCU_DESTROY_DEFERRED for the kernels before.
  */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+#ifdef STORM_SLAB_RCU_DESTROY_DEFERRED
 static void slabstorm_wait_deferred_release(void)
 {
 	u64 t0 = ktime_get_ns();
@@ -605,12 +612,13 @@ static void slabstorm_destroy_fixed(void)
 /* ---------------------------------------------------------------------
  * Parameters.
  */
-static void slabstorm_print_params(void)
+/* "<tag>: mode=..." with the CPUs as the storm runs them */
+static void slabstorm_print_params(const char *tag)
 {
-	pr_info("mode=%s numcache=%lu numobj=%lu timeout=%lu objsize=%lu fill=%lu shrink=%d cpu=%d latency=%d background=%d cpulist=%*pbl\n",
-		slabstorm_mode_name[smode], numcache, numobj, timeout, objsize,
-		fill, shrink, home, latency, background,
-		cpumask_pr_args(touch_mask));
+	storm_print_params(tag, "mode=%s numcache=%lu numobj=%lu timeout=%lu objsize=%lu fill=%lu shrink=%d cpu=%d latency=%d background=%d cpulist=%*pbl",
+			   slabstorm_mode_name[smode], numcache, numobj,
+			   timeout, objsize, fill, shrink, home, latency,
+			   background, cpumask_pr_args(touch_mask));
 }
 
 static int slabstorm_check_cpu(void)
@@ -679,10 +687,60 @@ static int slabstorm_check_cpulist(void)
 	return 0;
 }
 
+/*
+ * The count of the mode (numobj for remote, numcache for the others) and
+ * the time bound; the other mode's count is refused.
+ */
+static int slabstorm_check_count(void)
+{
+	if (smode == SLABSTORM_REMOTE) {
+		if (numcache) {
+			pr_err("numcache=%lu: mode=remote counts objects, use numobj=\n",
+			       numcache);
+			return -EINVAL;
+		}
+		return storm_check_bound("numobj", numobj, timeout) ?:
+		       storm_check_range("numobj", numobj, STORM_MAX_COUNT);
+	}
+	if (numobj) {
+		pr_err("numobj=%lu: only mode=remote counts objects, mode=%s counts numcache=\n",
+		       numobj, mode);
+		return -EINVAL;
+	}
+	return storm_check_bound("numcache", numcache, timeout) ?:
+	       storm_check_range("numcache", numcache, STORM_MAX_COUNT);
+}
+
+/* Objects: their size, how many a touch holds, and the memory at once. */
+static int slabstorm_check_objects(void)
+{
+	int ret;
+
+	if (!objsize) {
+		pr_err("objsize=0: objects need at least one byte\n");
+		return -EINVAL;
+	}
+	if (!fill) {
+		pr_err("fill=0: a touch allocates at least one object\n");
+		return -EINVAL;
+	}
+	ret = storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
+	      storm_check_range("objsize", objsize, SLABSTORM_MAX_OBJSIZE) ?:
+	      storm_check_range("fill", fill, SLABSTORM_MAX_FILL);
+	if (ret)
+		return ret;
+	/* objects held at once: fill per touching CPU, or full rings */
+	if (smode == SLABSTORM_REMOTE)
+		return storm_check_memory("objsize x ring x cpulist",
+					  (u64)objsize * SLABSTORM_RING *
+					  cpumask_weight(touch_mask));
+	return storm_check_memory("objsize x fill x cpulist",
+				  (u64)objsize * fill *
+				  cpumask_weight(touch_mask));
+}
+
 static int slabstorm_check_params(void)
 {
-	const char *count_name;
-	unsigned long count;
 	int ret;
 
 	ret = match_string(slabstorm_mode_name,
@@ -693,57 +751,12 @@ static int slabstorm_check_params(void)
 		return -EINVAL;
 	}
 	smode = ret;
-
-	ret = slabstorm_check_cpu() ?: slabstorm_check_cpulist();
-	if (ret)
-		return ret;
-
-	if (smode == SLABSTORM_REMOTE) {
-		count_name = "numobj";
-		count = numobj;
-		if (numcache) {
-			pr_err("numcache=%lu: mode=remote counts objects, use numobj=\n",
-			       numcache);
-			return -EINVAL;
-		}
-	} else {
-		count_name = "numcache";
-		count = numcache;
-		if (numobj) {
-			pr_err("numobj=%lu: only mode=remote counts objects, mode=%s counts numcache=\n",
-			       numobj, mode);
-			return -EINVAL;
-		}
-	}
-	ret = storm_check_bound(count_name, count, timeout);
-	if (ret)
-		return ret;
-	if (!objsize) {
-		pr_err("objsize=0: objects need at least one byte\n");
-		return -EINVAL;
-	}
-	if (!fill) {
-		pr_err("fill=0: a touch allocates at least one object\n");
-		return -EINVAL;
-	}
-	ret = storm_check_range(count_name, count, STORM_MAX_COUNT) ?:
-	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
-	      storm_check_range("objsize", objsize, SLABSTORM_MAX_OBJSIZE) ?:
-	      storm_check_range("fill", fill, SLABSTORM_MAX_FILL);
-	if (ret)
-		return ret;
 	if (shrink && smode != SLABSTORM_CREATE && smode != SLABSTORM_RCU) {
 		pr_err("shrink=1 is for mode=create and mode=rcu (mode=shrink always shrinks)\n");
 		return -EINVAL;
 	}
-	/* objects held at once: fill per touching CPU, or full rings */
-	if (smode == SLABSTORM_REMOTE)
-		return storm_check_memory("objsize x ring x cpulist",
-					  (u64)objsize * SLABSTORM_RING *
-					  cpumask_weight(touch_mask));
-	return storm_check_memory("objsize x fill x cpulist",
-				  (u64)objsize * fill *
-				  cpumask_weight(touch_mask));
+	return slabstorm_check_cpu() ?: slabstorm_check_cpulist() ?:
+	       slabstorm_check_count() ?: slabstorm_check_objects();
 }
 
 /* ---------------------------------------------------------------------
@@ -856,7 +869,7 @@ static void slabstorm_print_results(void)
 	if (main_error)
 		pr_err("mode=%s stopped on error %d\n", slabstorm_mode_name[smode],
 		       main_error);
-	storm_print_verdict(&ctl, failed);
+	storm_print_end(&ctl, failed, slabstorm_print_params);
 }
 
 static void slabstorm_show_phase(struct seq_file *m, enum slabstorm_phase_id p)
@@ -1000,7 +1013,7 @@ static int slabstorm_create_threads(void)
 			w->from = prev;
 			prev = c;
 			w->task = storm_thread_create(slabstorm_remote_fn, w, c,
-						      KBUILD_MODNAME);
+						      KBUILD_MODNAME "/%u");
 		} else {
 			w->objs = kcalloc(fill, sizeof(void *), GFP_KERNEL);
 			if (!w->objs)
@@ -1009,7 +1022,7 @@ static int slabstorm_create_threads(void)
 			if (c == home)
 				continue;
 			w->task = storm_thread_create(slabstorm_touch_fn, w, c,
-						      "slabtouch");
+						      "slabtouch/%u");
 		}
 		if (IS_ERR(w->task)) {
 			ret = PTR_ERR(w->task);
@@ -1024,7 +1037,7 @@ static int slabstorm_create_threads(void)
 	if (smode == SLABSTORM_REMOTE)
 		return 0;
 	main_task = storm_thread_create(slabstorm_main_fn, NULL, home,
-					KBUILD_MODNAME);
+					KBUILD_MODNAME "/%u");
 	if (IS_ERR(main_task)) {
 		ret = PTR_ERR(main_task);
 		main_task = NULL;
@@ -1133,7 +1146,7 @@ static int __init slabstorm_init(void)
 		cpus_read_unlock();
 		goto err_unwatch;
 	}
-	slabstorm_print_params();
+	slabstorm_print_params("Start of test");
 	ret = slabstorm_create_threads();
 	cpus_read_unlock();
 	if (ret)

@@ -287,6 +287,25 @@ def assert_refused(case: Case, reason: str,
     assert_clean(case.dmesg)
 
 
+def assert_start_and_end(case, module: str,
+                         end: str = "End of test: SUCCESS") -> None:
+    """The storm's Start of test line names every parameter its result
+    file has (and the shared count_sent and pmu) as the storm runs them,
+    and its End of test line, the last of the run, repeats them."""
+    lines = dmesg.storm_lines(case.dmesg, module)
+    assert [x.tag for x in lines] == ["Start of test", end], case.dmesg
+    start, last = lines
+    assert last.params == start.params
+    res = case.result
+    named = {k[len("param."):] for k in res if k.startswith("param.")}
+    assert named | {"count_sent", "pmu"} <= start.params.keys(), \
+        (named, start.params)
+    for name in named & {"cpulist", "targets", "timeout", "mode"}:
+        assert start.params[name] == res[f"param.{name}"], name
+    ours = [x for x in case.dmesg.splitlines() if f"{module}: " in x]
+    assert end in ours[-1], ours[-1]
+
+
 def assert_histogram(hist: result.Histogram) -> None:
     """What a storm reports beside a histogram's buckets agrees with them:
     the count is their sum, min_ns lies in the lowest non-empty bucket and

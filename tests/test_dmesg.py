@@ -72,3 +72,37 @@ def test_an_injected_allocation_failure_report_is_not_a_problem():
     # an injection line alone excuses nothing that is not such a report
     assert dmesg.problems("[ 5.0] FAULT_INJECTION: forcing a failure.\n"
                           "[ 5.2] Call Trace:\n") == ["[ 5.2] Call Trace:"]
+
+
+START_END_LOG = """\
+[   20.101] ipistorm: Start of test: numipi=1000 timeout=30 wait=1 single=1 async=0 offset=1 mask=0x0 delay=0 handler_ns=0 handler_loops=0 latency=64 background=0 cpulist=0,2-3 targets=1,3 kind=single busy_budget=0 count_sent=0 pmu=1
+[   20.202] ipistorm: cpu 0 -> 1: calls=1000 errors=0 time=1 ns per_call=0 ns sampled_min=1 sampled_max=1 ns timed=15 CAL=1000
+[   20.203] ipistorm: End of test: SUCCESS: numipi=1000 timeout=30 wait=1 single=1 async=0 offset=1 mask=0x0 delay=0 handler_ns=0 handler_loops=0 latency=64 background=0 cpulist=0,2-3 targets=1,3 kind=single busy_budget=0 count_sent=0 pmu=1
+[   21.000] tlbstorm: Start of test: numflush=10 timeout=30 pages=1 mode=user delay=0 latency=1 background=0 cpulist=0 targets=1-3 counted_in=TLB flush_kind=single count_sent=0 pmu=1
+[   22.000] tlbstorm: End of test: FAILURE (interrupted): numflush=10 timeout=30 pages=1 mode=user delay=0 latency=1 background=0 cpulist=0 targets=1-3 counted_in=TLB flush_kind=single count_sent=0 pmu=1
+[   23.000] slabstorm: End of test: FAILURE: mode=remote numcache=0 numobj=0 timeout=1 objsize=64 fill=1 shrink=0 cpu=-1 latency=1 background=0 cpulist=0-1 count_sent=0 pmu=0
+"""
+
+
+def test_start_and_end_lines_with_their_parameters():
+    lines = dmesg.storm_lines(START_END_LOG)
+    assert [(x.module, x.tag) for x in lines] == [
+        ("ipistorm", "Start of test"),
+        ("ipistorm", "End of test: SUCCESS"),
+        ("tlbstorm", "Start of test"),
+        ("tlbstorm", "End of test: FAILURE (interrupted)"),
+        ("slabstorm", "End of test: FAILURE")]
+    start, end = lines[:2]
+    assert start.params == end.params
+    assert start.params["cpulist"] == "0,2-3"
+    assert start.params["mask"] == "0x0"
+    assert start.params["pmu"] == "1"
+    assert len(start.params) == 18
+    assert lines[4].params["cpu"] == "-1"
+
+
+def test_start_and_end_lines_of_one_module():
+    assert [x.tag for x in dmesg.storm_lines(START_END_LOG, "tlbstorm")] \
+        == ["Start of test", "End of test: FAILURE (interrupted)"]
+    # the summary and per-sender lines are not theirs
+    assert dmesg.storm_lines("ipistorm: summary: senders=1 calls=5\n") == []

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from conftest import (DEBUG_KERNEL, assert_clean, assert_histogram,
-                      assert_refused)
+                      assert_refused, assert_start_and_end)
 from stormsuite import interrupts, result
 
 CPUS = (0, 1, 2, 3)
@@ -45,6 +45,7 @@ def ok(case):
     assert res["error"] == "0"
     assert "End of test: SUCCESS" in case.dmesg
     assert_clean(case.dmesg)
+    assert_start_and_end(case, "slabstorm")
     return res
 
 

@@ -18,7 +18,8 @@ import re
 
 import pytest
 
-from conftest import assert_clean, assert_histogram, assert_refused
+from conftest import (assert_clean, assert_histogram, assert_refused,
+                      assert_start_and_end)
 from stormsuite import interrupts, result
 
 # At least this share of the ideal count. In the recorded CI runs (6.1 and
@@ -49,6 +50,7 @@ def ok(case) -> dict[str, str]:
     assert res["status"] == "done", res["status"]
     assert "tlbstorm: End of test: SUCCESS" in case.dmesg
     assert_clean(case.dmesg)
+    assert_start_and_end(case, "tlbstorm")
     assert {k[len("param."):] for k in res if k.startswith("param.")} \
         == PARAMS
     # the dmesg summary and the result file tell the same story
@@ -258,6 +260,29 @@ def test_no_transparent_huge_pages_in_the_storms_mm(guest):
     # anything else in the guest could take one; none did in the runs
     assert faults("after") - faults("before") <= 5, (
         faults("before"), faults("after"))
+
+
+def test_a_worker_failing_at_its_first_store_stops_the_storm_unrun(guest):
+    """Item 6 (docs/safety.md): tests/kmod/failalloc.ko fails every user
+    page of the worker on CPU 1, so its first put_user() gets -EFAULT.
+    The error is recorded before the worker says ready, the check before
+    the release sees it, and the flusher is released into a stopped
+    storm: no flush ran with a CPU out of the mm. (Recorded after ready,
+    as before the fix, the storm ran its 50 flushes and failed only at
+    the end.)"""
+    case = guest.case("tlb_worker_fails")
+    assert not case.file("failalloc.err"), case.file("failalloc.err")
+    assert int(case.file("failalloc_failed")) >= 1
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "failed"
+    assert res["flushes"] == "0"
+    assert int(res["worker.1.errors"]) >= 1
+    assert res["worker.2.errors"] == "0"
+    assert "worker 1: touching the mm failed with -14" in case.dmesg
+    assert_start_and_end(case, "tlbstorm", "End of test: FAILURE")
+    assert_clean(case.dmesg)
+    assert case.file("rmmod_rc").strip() == "0"
 
 
 @pytest.mark.parametrize("name,numflush,kind", [

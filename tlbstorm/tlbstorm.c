@@ -22,18 +22,26 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
 #include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/gfp.h>
+#include <linux/kthread.h>
+#include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/cpu.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/coredump.h>
 #include <linux/sched/mm.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
@@ -320,14 +328,16 @@ static int tlbstorm_flusher_fn(void *arg)
 	return 0;
 }
 
-static void tlbstorm_print_params(void)
+/* "<tag>: numflush=..." with the CPU lists and the flush as expected */
+static void tlbstorm_print_params(const char *tag)
 {
-	pr_info("numflush=%lu timeout=%lu pages=%lu mode=%s delay=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl counted_in=%s flush_kind=%s\n",
-		numflush, timeout, pages, tlbstorm_mode_name[storm_mode], delay,
-		latency, background, cpumask_pr_args(flusher_mask),
-		cpumask_pr_args(target_mask),
-		tlbstorm_counted_in[storm_mode],
-		tlbstorm_flush_kind_name[flush_kind]);
+	storm_print_params(tag, "numflush=%lu timeout=%lu pages=%lu mode=%s delay=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl counted_in=%s flush_kind=%s",
+			   numflush, timeout, pages,
+			   tlbstorm_mode_name[storm_mode], delay, latency,
+			   background, cpumask_pr_args(flusher_mask),
+			   cpumask_pr_args(target_mask),
+			   tlbstorm_counted_in[storm_mode],
+			   tlbstorm_flush_kind_name[flush_kind]);
 }
 
 /*
@@ -347,23 +357,11 @@ static enum tlbstorm_flush_kind tlbstorm_expected_flush(void)
 					       TLBSTORM_FLUSH_RANGE;
 }
 
-static int tlbstorm_check_params(void)
+/* The counts, times and sizes: each within its bound, and the memory. */
+static int tlbstorm_check_bounds(void)
 {
-	int cpu, ret;
+	int ret;
 
-	if (mode && sysfs_streq(mode, "user")) {
-		storm_mode = TLBSTORM_USER;
-	} else if (mode && sysfs_streq(mode, "kernel")) {
-		storm_mode = TLBSTORM_KERNEL;
-	} else {
-		pr_err("mode=%s: unknown mode (user or kernel)\n",
-		       mode ?: "");
-		return -EINVAL;
-	}
-	ret = storm_parse_cpulist("cpulist", cpulist, flusher_mask,
-				  cpumask_of(cpumask_first(cpu_online_mask)));
-	if (ret)
-		return ret;
 	ret = storm_check_bound("numflush", numflush, timeout);
 	if (ret)
 		return ret;
@@ -377,38 +375,46 @@ static int tlbstorm_check_params(void)
 	      storm_check_range("pages", pages, TLBSTORM_MAX_PAGES);
 	if (ret)
 		return ret;
-	flush_kind = tlbstorm_expected_flush();
 	/* user: each flusher maps pages at a time; kernel: one vmap */
-	ret = storm_check_memory("pages",
-				 (u64)pages * PAGE_SIZE *
-				 (storm_mode == TLBSTORM_USER ?
-				  cpumask_weight(flusher_mask) : 1));
-	if (ret)
-		return ret;
+	return storm_check_memory("pages",
+				  (u64)pages * PAGE_SIZE *
+				  (storm_mode == TLBSTORM_USER ?
+				   cpumask_weight(flusher_mask) : 1));
+}
 
-	if (storm_mode == TLBSTORM_KERNEL) {
-		/*
-		 * vm_unmap_aliases() purges every CPU's lazy areas at once: a
-		 * second flusher's purge would often find nothing left and
-		 * send no IPI, yet count and time a flush.
-		 */
-		if (cpumask_weight(flusher_mask) > 1) {
-			pr_err("mode=kernel: one flusher only (cpulist=%*pbl): the kernel purges all lazy vmap areas in one flush\n",
-			       cpumask_pr_args(flusher_mask));
-			return -EINVAL;
-		}
-		if (targets && *targets) {
-			pr_err("targets= is for mode=user; a kernel-range flush goes to every other online CPU\n");
-			return -EINVAL;
-		}
-		cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
-		if (cpumask_empty(target_mask)) {
-			pr_err("mode=kernel: no online CPU outside cpulist=%*pbl to flush\n",
-			       cpumask_pr_args(flusher_mask));
-			return -EINVAL;
-		}
-		return 0;
+/* mode=kernel: one flusher, and every other online CPU is flushed. */
+static int tlbstorm_check_kernel(void)
+{
+	/*
+	 * vm_unmap_aliases() purges every CPU's lazy areas at once: a second
+	 * flusher's purge would often find nothing left and send no IPI, yet
+	 * count and time a flush.
+	 */
+	if (cpumask_weight(flusher_mask) > 1) {
+		pr_err("mode=kernel: one flusher only (cpulist=%*pbl): the kernel purges all lazy vmap areas in one flush\n",
+		       cpumask_pr_args(flusher_mask));
+		return -EINVAL;
 	}
+	if (targets && *targets) {
+		pr_err("targets= is for mode=user; a kernel-range flush goes to every other online CPU\n");
+		return -EINVAL;
+	}
+	cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
+	if (cpumask_empty(target_mask)) {
+		pr_err("mode=kernel: no online CPU outside cpulist=%*pbl to flush\n",
+		       cpumask_pr_args(flusher_mask));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * mode=user: a worker on each target CPU, none of them a flusher's.
+ * targets= not given, or given empty: every online CPU but the flushers.
+ */
+static int tlbstorm_check_user(void)
+{
+	int cpu, ret;
 
 	if (!targets || !*targets) {
 		cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
@@ -431,6 +437,30 @@ static int tlbstorm_check_params(void)
 		}
 	}
 	return 0;
+}
+
+static int tlbstorm_check_params(void)
+{
+	int ret;
+
+	if (mode && sysfs_streq(mode, "user")) {
+		storm_mode = TLBSTORM_USER;
+	} else if (mode && sysfs_streq(mode, "kernel")) {
+		storm_mode = TLBSTORM_KERNEL;
+	} else {
+		pr_err("mode=%s: unknown mode (user or kernel)\n",
+		       mode ?: "");
+		return -EINVAL;
+	}
+	ret = storm_parse_cpulist("cpulist", cpulist, flusher_mask,
+				  cpumask_of(cpumask_first(cpu_online_mask))) ?:
+	      tlbstorm_check_bounds();
+	if (ret)
+		return ret;
+	flush_kind = tlbstorm_expected_flush();
+	if (storm_mode == TLBSTORM_KERNEL)
+		return tlbstorm_check_kernel();
+	return tlbstorm_check_user();
 }
 
 static u64 tlbstorm_total_flushes(void)
@@ -481,7 +511,7 @@ static void tlbstorm_print_results(void)
 		cpumask_pr_args(target_mask), sum.tlb, sum.cal, sum.res,
 		tlbstorm_counted_in[storm_mode],
 		tlbstorm_flush_kind_name[flush_kind], storm_status(&ctl, failed));
-	storm_print_verdict(&ctl, failed);
+	storm_print_end(&ctl, failed, tlbstorm_print_params);
 }
 
 static int tlbstorm_result_show(struct seq_file *m, void *v)
@@ -616,7 +646,7 @@ static void tlbstorm_run(void)
 	int cpu;
 
 	if (storm_mode == TLBSTORM_USER)
-		wait_for_completion(&workers_all_ready);
+		wait_for_completion_state(&workers_all_ready, TASK_IDLE);
 	storm_ctl_wait_ready(&ctl);
 	if (storm_mode == TLBSTORM_USER) {
 		for_each_cpu(cpu, target_mask) {
@@ -728,7 +758,7 @@ static int tlbstorm_create_threads(void)
 
 			w->cpu = cpu;
 			w->task = storm_thread_create(tlbstorm_worker_fn, w,
-						      cpu, KBUILD_MODNAME "-w");
+						      cpu, KBUILD_MODNAME "-w/%u");
 			if (IS_ERR(w->task)) {
 				ret = PTR_ERR(w->task);
 				w->task = NULL;
@@ -744,7 +774,7 @@ static int tlbstorm_create_threads(void)
 		f->cpu = cpu;
 		storm_hist_init(&f->hist);
 		f->task = storm_thread_create(tlbstorm_flusher_fn, f, cpu,
-					      KBUILD_MODNAME);
+					      KBUILD_MODNAME "/%u");
 		if (IS_ERR(f->task)) {
 			ret = PTR_ERR(f->task);
 			f->task = NULL;
@@ -792,7 +822,7 @@ static int __init tlbstorm_init(void)
 	ret = tlbstorm_check_params();
 	if (ret)
 		goto err_unlock;
-	tlbstorm_print_params();
+	tlbstorm_print_params("Start of test");
 	if (storm_mode == TLBSTORM_USER)
 		ret = tlbstorm_get_mm();
 	else

@@ -1,7 +1,9 @@
-"""Kernel log: the problems that fail a run."""
+"""Kernel log: the problems that fail a run, and a storm's Start of test
+and End of test lines."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 # What rcutorture's kvm.sh and this suite treat as a broken kernel. The
@@ -41,4 +43,33 @@ def problems(log: str) -> list[str]:
                 continue
         if PROBLEM.search(line):
             out.append(line)
+    return out
+
+
+# A storm's first and last lines, as rcutorture and locktorture print
+# theirs: "<module>: Start of test: <param>=<value> ..." once its
+# parameters are checked, and "<module>: End of test: SUCCESS: <the same>"
+# (or "FAILURE", "FAILURE (<status>)") as the last line of its run.
+STORM_LINE = re.compile(r"(\w+): (Start of test|End of test: "
+                        r"(?:SUCCESS|FAILURE(?: \(\w+\))?)): (.*)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class StormLine:
+    module: str
+    tag: str                    # "Start of test", "End of test: SUCCESS"
+    params: dict[str, str]
+
+
+def storm_lines(log: str, module: str | None = None) -> list[StormLine]:
+    """Every Start of test and End of test line in the log, in order (of
+    @module only, if given), with its parameters."""
+    out = []
+    for line in log.splitlines():
+        m = STORM_LINE.search(line)
+        if not m or (module and m.group(1) != module):
+            continue
+        params = dict(kv.split("=", 1) for kv in m.group(3).split()
+                      if "=" in kv)
+        out.append(StormLine(m.group(1), m.group(2), params))
     return out

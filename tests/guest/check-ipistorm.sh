@@ -37,6 +37,33 @@ storm_case ipi_handler_two ipistorm numipi=300 cpulist=0,2 targets=1 handler_ns=
 storm_case ipi_delay ipistorm numipi=50 single=1 delay=1000 cpulist=0
 storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0
 
+# The window's end (docs/safety.md, item 9): 20 short storms to an
+# HLT-idle target, each window taken by the last worker as it ends. The
+# tick length is the kernel's: jiffies over a second of its clock
+# (/proc/timer_list).
+jiffies_at() {
+	awk '/^now at/ { ns = $3 } /^jiffies:/ { print ns, $2; exit }' \
+		/proc/timer_list
+}
+window=$(case_dir ipi_window)
+jiffies_at >"$window/jiffies"
+sleep 1
+jiffies_at >>"$window/jiffies"
+# Each storm as storm_case saves it, less what the test does not read
+# (udev's settling, /proc/interrupts): 20 loads cost what 20 insmods do.
+i=1
+while [ $i -le 20 ]; do
+	dir=$(case_dir "ipi_window_$i")
+	mark=$(dmesg_mark)
+	insmod "$KO/ipistorm.ko" numipi=100 single=1 cpulist=0 offset=1 \
+		delay=50 2>"$dir/stderr"
+	echo $? >"$dir/rc"
+	save_result ipistorm "$dir"
+	unload ipistorm "$dir"
+	dmesg_since "$mark" >"$dir/dmesg"
+	i=$((i + 1))
+done
+
 # Refused parameters: insmod fails, the reason is in dmesg.
 storm_case bad_cpu_range ipistorm numipi=10 cpulist=64
 storm_case bad_cpulist_syntax ipistorm numipi=10 cpulist=1-x

@@ -73,6 +73,19 @@ storm_case tlb_pages512 tlbstorm numflush=50 pages=512 targets=1-2 timeout=300
 # shellcheck disable=SC2034 # read by lib.sh's hook()
 STORM_HOOK=
 
+# A worker that fails at its first store (docs/safety.md, item 6):
+# failalloc fails every user page of the worker on CPU 1, so its
+# MAP_POPULATE maps nothing and its first put_user() gets -EFAULT. The
+# storm sees the error before it releases the flusher: no flush, status
+# failed. failalloc's count says the failure was the one asked for.
+if insmod "$KO/failalloc.ko" comm=tlbstorm-w/1 2>"$(case_dir \
+	tlb_worker_fails)/failalloc.err"; then
+	storm_case tlb_worker_fails tlbstorm numflush=50 targets=1-2 timeout=60
+	cat /sys/module/failalloc/parameters/failed \
+		>"$OUT/tlb_worker_fails/failalloc_failed"
+	rmmod failalloc
+fi
+
 # Kernel range: an IPI to every other online CPU, in CAL and not in TLB.
 storm_case tlb_kernel tlbstorm mode=kernel numflush=300
 storm_case tlb_kernel_pages64 tlbstorm mode=kernel numflush=200 pages=64

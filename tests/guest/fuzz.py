@@ -213,9 +213,8 @@ def judge(storm: str, ending: str, got: dict) -> tuple[str, list[str]]:
         outcome = "killed-before-load"
     else:
         outcome = "refused" if got["rc"] > 0 else "signalled-in-load"
-        params_line = re.compile(r": (numipi|numflush|mode)=\S+ .*"
-                                 r"background=")
-        if not [line for line in ours if not params_line.search(line)]:
+        # a refusal after the parameters were checked follows the start
+        if not [line for line in ours if "Start of test: " not in line]:
             problems.append(f"refused without a reason (insmod rc "
                             f"{got['rc']}: {got['err'].strip()}; log: "
                             f"{' | '.join(log[-3:])})")

@@ -1,0 +1,860 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * storm.c - what the ipistorm, tlbstorm and slabstorm modules share: run
+ * control, threads, CPU hotplug, the load and unload lifecycle, the
+ * histogram, the interrupt counters, parameter checks and the result
+ * file's header (declared and described in storm.h).
+ *
+ * Linked into each storm as a part of its composite module (Kbuild), one
+ * copy per module: KBUILD_MODNAME and THIS_MODULE are the storm's own.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
+#include <linux/debugfs.h>
+#include <linux/kthread.h>
+#include <linux/limits.h>
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/printk.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/stdarg.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/utsname.h>
+#ifdef CONFIG_X86
+#include <asm/hardirq.h>
+#endif
+
+#include "storm.h"
+
+/* ---------------------------------------------------------------------
+ * Run control: see storm.h.
+ */
+void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
+{
+	memset(ctl, 0, sizeof(*ctl));
+	atomic_set(&ctl->ready, 0);
+	atomic_set(&ctl->running, nr_workers);
+	atomic_set(&ctl->ending, nr_workers);
+	atomic64_set(&ctl->last_end_ns, 0);
+	init_completion(&ctl->all_ready);
+	ctl->nr_workers = nr_workers;
+}
+
+/*
+ * Every loop of a storm thread yields with cond_resched_tasks_rcu_qs(),
+ * never cond_resched() alone: on PREEMPT_RCU kernels (Debian's) a
+ * preemption at cond_resched() is no RCU-Tasks quiescent state, so a
+ * storm thread that never sleeps would hold off every RCU-Tasks grace
+ * period for the whole storm (BPF trampoline and ftrace detach, bpftrace
+ * exiting; stall warnings after 10 minutes). The helper reports one.
+ *
+ * Worker side of the start barrier. Yielding lets the controller in when
+ * it shares this CPU; cpu_relax() (PAUSE) also hands the host thread to
+ * the next vCPU under TCG.
+ */
+void storm_worker_ready(struct storm_ctl *ctl)
+{
+	if (atomic_inc_return(&ctl->ready) == ctl->nr_workers)
+		complete(&ctl->all_ready);
+	/* pairs with the release in storm_ctl_go() and storm_ctl_stop() */
+	while (!smp_load_acquire(&ctl->released)) {
+		cond_resched_tasks_rcu_qs();
+		cpu_relax();
+	}
+}
+
+/*
+ * The run ends when its last worker does. Each worker raises the end time
+ * to its own before it counts itself out, so the controller, which reads
+ * the time after it sees no worker running, reads the latest. The last
+ * worker also takes the interrupt counters' end snapshot, right after its
+ * end time: the window of the counts is the storm's, not the storm plus
+ * the controller's wakeup (up to a tick, and the hotplug lock). It does
+ * so only in a storm that storm_ctl_go() released, whose start snapshot
+ * is taken; otherwise the controller takes it (storm_irqs_end()).
+ */
+void storm_worker_done(struct storm_ctl *ctl)
+{
+	s64 now = ktime_get_ns();
+	s64 end = atomic64_read(&ctl->last_end_ns);
+	bool last;
+
+	while (end < now && !atomic64_try_cmpxchg(&ctl->last_end_ns, &end, now))
+		;
+	last = atomic_dec_and_test(&ctl->ending);
+	/* pairs with the release in storm_ctl_go(): after the start snapshot */
+	if (last && smp_load_acquire(&ctl->started) && ctl->irqs_after) {
+		storm_mark(STORM_MARK_END);
+		storm_irqs_snapshot(ctl->irqs_after);
+		ctl->window_end_ns = ktime_get_ns();
+		ctl->irqs_taken = true;
+	}
+	/* orders the end time before the count, see storm_ctl_wait_done() */
+	smp_mb__before_atomic();
+	atomic_dec(&ctl->running);
+}
+
+/* TASK_IDLE, as the torture tests wait: no load, no hung-task report. */
+void storm_ctl_wait_ready(struct storm_ctl *ctl)
+{
+	wait_for_completion_state(&ctl->all_ready, TASK_IDLE);
+}
+
+/*
+ * Release the workers. @timed: a timed run (no count), which ends at the
+ * deadline by design; any run ends there.
+ */
+void storm_ctl_go(struct storm_ctl *ctl, bool timed,
+		  unsigned long timeout_s)
+{
+	ctl->timed = timed;
+	ctl->deadline = jiffies + timeout_s * HZ;
+	ctl->start_ns = ktime_get_ns();
+	/* the start snapshot (storm_irqs_begin()) before started */
+	smp_store_release(&ctl->started, true);
+	/* the workers see timed and deadline once they see released */
+	smp_store_release(&ctl->released, true);
+}
+
+/* Every worker has finished its storm (or never got to start one). */
+bool storm_ctl_over(const struct storm_ctl *ctl)
+{
+	return !atomic_read(&ctl->running);
+}
+
+/*
+ * Ask the workers to stop early (signal, rmmod, hotplug, error). Safe
+ * before the release: workers still at the barrier pass it and stop at
+ * once. A storm that is already over is not marked interrupted.
+ */
+void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
+{
+	if (interrupted && !storm_ctl_over(ctl))
+		WRITE_ONCE(ctl->interrupted, true);
+	WRITE_ONCE(ctl->stop, true);
+	/* a worker released here sees stop at its first check */
+	smp_store_release(&ctl->released, true);
+}
+
+/*
+ * Wait for the end of the run, one tick at a time (see storm.h). A fatal
+ * signal to the waiting task (Ctrl-C on insmod) stops the workers early;
+ * the run is then marked interrupted and this still waits for every
+ * worker, which stops within one call.
+ */
+void storm_ctl_wait_done(struct storm_ctl *ctl)
+{
+	unsigned long advance = jiffies + HZ;
+
+	while (atomic_read_acquire(&ctl->running)) {
+		if (fatal_signal_pending(current) && !READ_ONCE(ctl->stop)) {
+			pr_info("fatal signal: stopping the storm early\n");
+			storm_ctl_stop(ctl, true);
+		}
+		/* 32-bit counters: take in each CPU's counts every second */
+		if (ctl->irqs_acc && time_after_eq(jiffies, advance)) {
+			storm_irqs_advance(ctl->irqs_acc, ctl->irqs_acc);
+			advance = jiffies + HZ;
+		}
+		schedule_timeout_idle(1);
+	}
+	/*
+	 * A hotplug callback that saw the storm still running has finished
+	 * with the status once the hotplug lock is ours: the status is final.
+	 */
+	cpus_read_lock();
+	cpus_read_unlock();
+	/*
+	 * Acquired with running == 0: every worker's end is in. Workers
+	 * stopped before the release end before the start.
+	 */
+	ctl->end_ns = max_t(u64, atomic64_read(&ctl->last_end_ns),
+			    ctl->start_ns);
+}
+
+/* ---------------------------------------------------------------------
+ * Worker threads: created on their CPU's node and bound to the CPU, with
+ * a task reference held so kthread_stop() is safe whether or not the
+ * thread has already returned.
+ */
+struct task_struct *storm_thread_create(int (*fn)(void *), void *data,
+					unsigned int cpu, const char *namefmt)
+{
+	struct task_struct *t;
+
+	t = kthread_create_on_cpu(fn, data, cpu, namefmt);
+	if (IS_ERR(t))
+		return t;
+	get_task_struct(t);
+	return t;
+}
+
+/*
+ * A storm thread that has finished sleeps here until kthread_stop(), so
+ * that whoever stops it (the controller, or rmmod in background mode)
+ * owns its lifetime and can still read what it left.
+ */
+void storm_thread_park(void)
+{
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+}
+
+/*
+ * Idempotent. kthread_stop() on a thread that has not run yet makes it
+ * exit without calling its function at all: fine for a worker (it never
+ * started), and the reason storm_module_exit() stops the workers itself.
+ */
+void storm_thread_stop(struct task_struct **t)
+{
+	if (IS_ERR_OR_NULL(*t))
+		return;
+	kthread_stop(*t);
+	put_task_struct(*t);
+	*t = NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * CPU hotplug during a storm. A storm's CPU sets are fixed at load; a CPU
+ * that goes offline or comes online changes what a call reaches (and may
+ * move a bound worker), so the storm stops at the first such event and
+ * its status is "hotplug", never a count that silently means something
+ * else. The callbacks run in the hotplug thread, where sleeping is fine.
+ */
+static struct storm_ctl *storm_hp_ctl;
+static atomic_t storm_hp_offline = ATOMIC_INIT(0);
+static atomic_t storm_hp_online = ATOMIC_INIT(0);
+static int storm_hp_state = -1;
+
+/* Counted from the CPU sets' check at load to the end of the storm. */
+static void storm_hp_event(atomic_t *count)
+{
+	if (!storm_hp_ctl || storm_ctl_over(storm_hp_ctl))
+		return;
+	atomic_inc(count);
+	WRITE_ONCE(storm_hp_ctl->hotplug, true);
+	storm_ctl_stop(storm_hp_ctl, false);
+}
+
+static int storm_hp_cpu_online(unsigned int cpu)
+{
+	storm_hp_event(&storm_hp_online);
+	return 0;
+}
+
+static int storm_hp_cpu_offline(unsigned int cpu)
+{
+	storm_hp_event(&storm_hp_offline);
+	return 0;
+}
+
+/*
+ * A bound worker found itself on another CPU: its CPU is going offline.
+ * The scheduler pushes such threads away (sched_cpu_deactivate()) before
+ * any CPUHP_AP_ONLINE_DYN callback runs, so the worker says it first.
+ */
+void storm_ctl_moved(struct storm_ctl *ctl)
+{
+	WRITE_ONCE(ctl->hotplug, true);
+	storm_ctl_stop(ctl, false);
+}
+
+/* Not under cpus_read_lock(): the setup takes it. */
+int storm_hotplug_watch(struct storm_ctl *ctl)
+{
+	int ret;
+
+	storm_hp_ctl = ctl;
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN,
+					KBUILD_MODNAME ":storm",
+					storm_hp_cpu_online,
+					storm_hp_cpu_offline);
+	if (ret < 0) {
+		pr_err("cannot watch CPU hotplug (%d)\n", ret);
+		return ret;
+	}
+	storm_hp_state = ret;
+	return 0;
+}
+
+void storm_hotplug_unwatch(void)
+{
+	if (storm_hp_state >= 0)
+		cpuhp_remove_state_nocalls(storm_hp_state);
+	storm_hp_state = -1;
+}
+
+void storm_hotplug_show(struct seq_file *m)
+{
+	seq_printf(m, "hotplug.offline: %d\nhotplug.online: %d\n",
+		   atomic_read(&storm_hp_offline),
+		   atomic_read(&storm_hp_online));
+}
+
+/* ---------------------------------------------------------------------
+ * Load and unload: see struct storm_module.
+ */
+/*
+ * The result file, made once run() has reported. Without it the numbers
+ * are in the kernel log only, which no driver reads: a foreground load
+ * that cannot make it fails (debugfs could not allocate) rather than
+ * load without a result, and a background storm says so in the log.
+ */
+static int storm_result_create(struct storm_module *sm)
+{
+	struct dentry *dir, *file;
+
+	dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	if (IS_ERR(dir)) {
+		file = dir;
+		goto fail;
+	}
+	file = debugfs_create_file("result", 0444, dir, NULL, sm->result_fops);
+	if (IS_ERR(file)) {
+		debugfs_remove_recursive(dir);
+		goto fail;
+	}
+	sm->result_dir = dir;
+	return 0;
+fail:
+	pr_err("cannot create /sys/kernel/debug/%s/result (%ld): the result is in this log only\n",
+	       KBUILD_MODNAME, PTR_ERR(file));
+	return PTR_ERR(file);
+}
+
+static int storm_controller_fn(void *arg)
+{
+	struct storm_module *sm = arg;
+
+	sm->run();
+	storm_result_create(sm);
+	storm_sent_stop(true);
+	WRITE_ONCE(sm->reported, true);
+	/* rmmod collects us */
+	storm_thread_park();
+	return 0;
+}
+
+/* The end of a successful init: run the storm, or start it. */
+int storm_module_start(struct storm_module *sm)
+{
+	struct task_struct *t;
+	int ret;
+
+	ret = storm_sent_start();
+	if (!ret)
+		ret = storm_pmu_start();
+	if (ret)
+		goto err;
+	if (!sm->background) {
+		sm->run();
+		storm_sent_stop(true);
+		ret = storm_result_create(sm);
+		/* pinned by a probe left behind: a failed load would free it */
+		if (ret && !storm_sent_pinned())
+			goto err;
+		return 0;
+	}
+	t = kthread_run(storm_controller_fn, sm, KBUILD_MODNAME "/ctl");
+	if (IS_ERR(t)) {
+		ret = PTR_ERR(t);
+		pr_err("cannot start the controller thread (%d)\n", ret);
+		goto err;
+	}
+	get_task_struct(t);
+	sm->controller = t;
+	return 0;
+
+err:
+	storm_ctl_stop(sm->ctl, true);
+	sm->stop_threads();
+	storm_hotplug_unwatch();
+	sm->free();
+	storm_sent_free();
+	storm_pmu_free();
+	return ret;
+}
+
+/*
+ * rmmod. Stop the storm, wait for the controller: if it ever ran, it ran
+ * to its report. kthread_stop() on a controller that has not run yet
+ * makes it exit without calling run(), so the workers are stopped here
+ * in any case, never left running in freed module text.
+ */
+void storm_module_exit(struct storm_module *sm)
+{
+	storm_ctl_stop(sm->ctl, true);
+	storm_thread_stop(&sm->controller);
+	sm->stop_threads();
+	if (sm->background && !READ_ONCE(sm->reported))
+		pr_info("unloaded before the storm could report: no result\n");
+	storm_hotplug_unwatch();
+	/* waits for readers of the result before what they read goes */
+	debugfs_remove_recursive(sm->result_dir);
+	sm->result_dir = NULL;
+	sm->free();
+	storm_sent_free();
+	storm_pmu_free();
+}
+
+/* ---------------------------------------------------------------------
+ * Latency histogram: see storm.h.
+ */
+void storm_hist_init(struct storm_hist *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->min_ns = U64_MAX;
+}
+
+/* Smallest value that falls in bucket @idx (storm_hist_index() inverted). */
+static u64 storm_hist_bucket_low(unsigned int idx)
+{
+	unsigned int shift;
+
+	if (idx < STORM_HIST_SUB)
+		return idx;
+	shift = idx / STORM_HIST_SUB - 1;
+	return (u64)(STORM_HIST_SUB + idx % STORM_HIST_SUB) << shift;
+}
+
+void storm_hist_merge(struct storm_hist *dst,
+		      const struct storm_hist *src)
+{
+	unsigned int i;
+
+	if (!src->count)
+		return;
+	dst->count += src->count;
+	dst->sum_ns += src->sum_ns;
+	dst->min_ns = min(dst->min_ns, src->min_ns);
+	dst->max_ns = max(dst->max_ns, src->max_ns);
+	for (i = 0; i < STORM_HIST_BUCKETS; i++)
+		dst->bucket[i] += src->bucket[i];
+}
+
+u64 storm_hist_mean(const struct storm_hist *h)
+{
+	return h->count ? div64_u64(h->sum_ns, h->count) : 0;
+}
+
+u64 storm_hist_min(const struct storm_hist *h)
+{
+	return h->count ? h->min_ns : 0;
+}
+
+/*
+ * "<prefix>.count: N" ... and "<prefix>.hist: low:count ..." listing only
+ * the non-empty buckets by their lower bound in ns.
+ */
+void storm_hist_show(struct seq_file *m, const char *prefix,
+		     const struct storm_hist *h)
+{
+	unsigned int i;
+
+	seq_printf(m, "%s.count: %llu\n", prefix, h->count);
+	seq_printf(m, "%s.min_ns: %llu\n", prefix, storm_hist_min(h));
+	seq_printf(m, "%s.mean_ns: %llu\n", prefix, storm_hist_mean(h));
+	seq_printf(m, "%s.max_ns: %llu\n", prefix, h->max_ns);
+	seq_printf(m, "%s.hist:", prefix);
+	for (i = 0; i < STORM_HIST_BUCKETS; i++)
+		if (h->bucket[i])
+			seq_printf(m, " %llu:%llu", storm_hist_bucket_low(i),
+				   h->bucket[i]);
+	seq_putc(m, '\n');
+}
+
+/* ---------------------------------------------------------------------
+ * Per-CPU interrupt counters: see struct storm_irqs.
+ */
+static void storm_irqs_read(int cpu, struct storm_irqs *s)
+{
+#ifdef CONFIG_X86
+	const irq_cpustat_t *st = per_cpu_ptr(&irq_stat, cpu);
+
+	s->cal = READ_ONCE(st->irq_call_count);
+	s->res = READ_ONCE(st->irq_resched_count);
+	s->tlb = READ_ONCE(st->irq_tlb_count);
+#ifdef CONFIG_X86_LOCAL_APIC
+	s->loc = READ_ONCE(st->apic_timer_irqs);
+#endif
+#else
+	memset(s, 0, sizeof(*s));
+#endif
+	s->online = cpu_online(cpu);
+}
+
+/* Snapshot of every possible CPU: an array of nr_cpu_ids entries. */
+struct storm_irqs *storm_irqs_alloc(void)
+{
+	return kcalloc(nr_cpu_ids, sizeof(struct storm_irqs), GFP_KERNEL);
+}
+
+void storm_irqs_snapshot(struct storm_irqs *snap)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		storm_irqs_read(cpu, &snap[cpu]);
+}
+
+/*
+ * The kernel's counters are 32 bit: at a million IPIs a second a CPU's
+ * wraps in 72 minutes. A snapshot holds them as 64-bit counts whose low
+ * 32 bits are the kernel's: storm_irqs_advance() takes a fresh reading
+ * into @snap and adds to @prev (which may be @snap) the 32-bit change
+ * since it, read as signed, so a reading a little older than @prev moves
+ * it back. Right while fewer than 2^31 interrupts come between the two:
+ * the controller advances the storm's running counts every second
+ * (storm_ctl_wait_done()), and slabstorm's phases each last one call.
+ */
+static s64 storm_irq_step(u64 now, u64 prev)
+{
+	return (s32)((u32)now - (u32)prev);
+}
+
+void storm_irqs_advance(const struct storm_irqs *prev,
+			struct storm_irqs *snap)
+{
+	struct storm_irqs now;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		const struct storm_irqs *p = &prev[cpu];
+		struct storm_irqs *s = &snap[cpu];
+
+		if (snap == prev)
+			storm_irqs_read(cpu, &now);
+		else
+			now = *s;
+		s->cal = p->cal + storm_irq_step(now.cal, p->cal);
+		s->res = p->res + storm_irq_step(now.res, p->res);
+		s->tlb = p->tlb + storm_irq_step(now.tlb, p->tlb);
+		s->loc = p->loc + storm_irq_step(now.loc, p->loc);
+		s->online = now.online;
+	}
+}
+
+/*
+ * A storm's window: the start snapshot in @before (also the running
+ * counts' start, in @acc), the end one in @after, taken by the last
+ * worker or here, then advanced from the running counts to 64 bits.
+ */
+void storm_irqs_begin(struct storm_ctl *ctl,
+		      struct storm_irqs *before,
+		      struct storm_irqs *after,
+		      struct storm_irqs *acc)
+{
+	ctl->window_start_ns = ktime_get_ns();
+	storm_irqs_snapshot(before);
+	storm_mark(STORM_MARK_BEGIN);
+	memcpy(acc, before, nr_cpu_ids * sizeof(*acc));
+	ctl->irqs_before = before;
+	ctl->irqs_after = after;
+	ctl->irqs_acc = acc;
+}
+
+/* After storm_ctl_wait_done(), which saw every worker's end. */
+void storm_irqs_end(struct storm_ctl *ctl)
+{
+	if (!ctl->irqs_taken) {
+		storm_mark(STORM_MARK_END);
+		storm_irqs_snapshot(ctl->irqs_after);
+		ctl->window_end_ns = ktime_get_ns();
+	}
+	storm_irqs_advance(ctl->irqs_acc, ctl->irqs_after);
+}
+
+void storm_irqs_delta(const struct storm_irqs *before,
+		      const struct storm_irqs *after, int cpu,
+		      struct storm_irqs *d)
+{
+	d->cal = storm_irq_delta(after[cpu].cal, before[cpu].cal);
+	d->res = storm_irq_delta(after[cpu].res, before[cpu].res);
+	d->tlb = storm_irq_delta(after[cpu].tlb, before[cpu].tlb);
+	d->loc = storm_irq_delta(after[cpu].loc, before[cpu].loc);
+}
+
+/*
+ * A CPU that came online during the storm is in cpu_online_mask before
+ * its CPUHP_AP_ONLINE_DYN callback runs; if the storm ended in between,
+ * only the snapshots tell. Call with both taken.
+ */
+void storm_ctl_check_cpus(struct storm_ctl *ctl,
+			  const struct storm_irqs *before,
+			  const struct storm_irqs *after)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (before[cpu].online != after[cpu].online)
+			WRITE_ONCE(ctl->hotplug, true);
+}
+
+/*
+ * "irq.<cpu>.CAL: delta" etc. for every CPU seen. LOC, the ticks in the
+ * window, is what an instruction count over the window carries besides
+ * the storm (each tick runs thousands of instructions).
+ */
+void storm_irqs_show(struct seq_file *m,
+		     const struct storm_irqs *before,
+		     const struct storm_irqs *after)
+{
+	struct storm_irqs d;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		if (!storm_cpu_seen(before, after, cpu))
+			continue;
+		storm_irqs_delta(before, after, cpu, &d);
+		seq_printf(m, "irq.%d.CAL: %llu\nirq.%d.RES: %llu\n"
+			   "irq.%d.TLB: %llu\nirq.%d.LOC: %llu\n",
+			   cpu, d.cal, cpu, d.res, cpu, d.tlb, cpu, d.loc);
+	}
+}
+
+void storm_irqs_sum(const struct storm_irqs *before,
+		    const struct storm_irqs *after,
+		    const struct cpumask *cpus,
+		    struct storm_irqs *sum)
+{
+	struct storm_irqs d;
+	int cpu;
+
+	memset(sum, 0, sizeof(*sum));
+	for_each_cpu(cpu, cpus) {
+		storm_irqs_delta(before, after, cpu, &d);
+		sum->cal += d.cal;
+		sum->res += d.res;
+		sum->tlb += d.tlb;
+		sum->loc += d.loc;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * CPU-list parameters. @str NULL (not given) selects @dflt; given but empty
+ * is refused. Every refusal says why in one line, naming the parameter.
+ */
+/*
+ * cpulist_parse() lets empty groups through ("1,,2", "1,", ",1"): a typo
+ * there should be refused, not read as the CPUs that were spelled out.
+ * -ENODATA: no CPU at all (",").
+ */
+static int storm_cpulist_syntax(const char *str)
+{
+	bool empty = true, any = false;
+	const char *p;
+
+	for (p = str; *p; p++) {
+		if (*p == ',') {
+			if (empty && any)
+				return -EINVAL;
+			empty = true;
+		} else if (*p != '\n') {
+			if (empty && !any && p != str)
+				return -EINVAL;		/* ",1" */
+			empty = false;
+			any = true;
+		}
+	}
+	if (!any)
+		return -ENODATA;
+	return empty ? -EINVAL : 0;
+}
+
+int storm_parse_cpulist(const char *param, const char *str,
+			struct cpumask *mask,
+			const struct cpumask *dflt)
+{
+	int cpu, ret;
+
+	if (!str) {
+		cpumask_copy(mask, dflt);
+		return 0;
+	}
+	if (!*str) {
+		pr_err("%s=: empty CPU list\n", param);
+		return -EINVAL;
+	}
+	ret = storm_cpulist_syntax(str);
+	if (ret == -ENODATA) {
+		pr_err("%s=%s: empty CPU list\n", param, str);
+		return -EINVAL;
+	}
+	if (!ret)
+		ret = cpulist_parse(str, mask);
+	if (ret) {
+		pr_err("%s=%s: not a valid CPU list below %u (%d)\n",
+		       param, str, nr_cpu_ids, ret);
+		return -EINVAL;
+	}
+	if (cpumask_empty(mask)) {
+		pr_err("%s=%s: empty CPU list\n", param, str);
+		return -EINVAL;
+	}
+	for_each_cpu(cpu, mask) {
+		if (!cpu_online(cpu)) {
+			pr_err("%s=%s: CPU %d is not online\n", param, str, cpu);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int storm_check_range(const char *param,
+		      unsigned long long val,
+		      unsigned long long max)
+{
+	if (val <= max)
+		return 0;
+	pr_err("%s=%llu: out of range (at most %llu)\n", param, val, max);
+	return -EINVAL;
+}
+
+/*
+ * Every storm has a time bound: timeout= seconds ends a timed run (count
+ * 0) and caps a counted one, which then says "timeout". timeout=0 is
+ * refused either way: a counted storm could otherwise run for days, or
+ * end at once.
+ */
+int storm_check_bound(const char *count_name,
+		      unsigned long count, unsigned long timeout)
+{
+	if (timeout)
+		return 0;
+	if (!count)
+		pr_err("%s=0 and timeout=0: nothing bounds the storm\n",
+		       count_name);
+	else
+		pr_err("timeout=0: %s=%lu needs a time bound too (timeout=1..%lu seconds caps every storm)\n",
+		       count_name, count, STORM_MAX_TIMEOUT_S);
+	return -EINVAL;
+}
+
+/*
+ * Memory a storm would hold at once, against what the machine has. More
+ * than half of what is available now is refused at load: a storm must
+ * never make the OOM killer pick off the tasks around it.
+ */
+int storm_check_memory(const char *what, u64 bytes)
+{
+	u64 avail = (u64)si_mem_available() << PAGE_SHIFT;
+
+	if (bytes <= avail / 2)
+		return 0;
+	pr_err("%s: would hold %llu MiB at once, more than half of the %llu MiB available\n",
+	       what, bytes >> 20, avail >> 20);
+	return -EINVAL;
+}
+
+/* ---------------------------------------------------------------------
+ * Result file helpers: flat "name: value" lines.
+ */
+const char *storm_status(const struct storm_ctl *ctl,
+			 bool failed)
+{
+	if (failed)
+		return "failed";
+	if (READ_ONCE(ctl->interrupted))
+		return "interrupted";
+	if (ctl->hotplug)
+		return "hotplug";
+	return ctl->deadline_hit ? "timeout" : "done";
+}
+
+static void storm_show_range(struct seq_file *m, const char *sep,
+			     int first, int last)
+{
+	if (first == last)
+		seq_printf(m, "%s%d", sep, first);
+	else
+		seq_printf(m, "%s%d-%d", sep, first, last);
+}
+
+/*
+ * The CPUs online at the start of the storm, as a CPU list (not when the
+ * file is read: hotplug may come in between).
+ */
+static void storm_show_cpus_online(struct seq_file *m,
+				   const struct storm_irqs *snap)
+{
+	int cpu, first = -1, last = -1;
+	const char *sep = "";
+
+	seq_puts(m, "cpus_online: ");
+	for_each_possible_cpu(cpu) {
+		if (!snap[cpu].online)
+			continue;
+		if (first >= 0 && cpu == last + 1) {
+			last = cpu;
+			continue;
+		}
+		if (first >= 0) {
+			storm_show_range(m, sep, first, last);
+			sep = ",";
+		}
+		first = last = cpu;
+	}
+	if (first >= 0)
+		storm_show_range(m, sep, first, last);
+	seq_putc(m, '\n');
+}
+
+void storm_show_header(struct seq_file *m, const char *storm,
+		       const struct storm_ctl *ctl, bool failed)
+{
+	seq_printf(m, "storm: %s\n", storm);
+	seq_printf(m, "schema: %d\n", STORM_SCHEMA);
+	seq_printf(m, "kernel: %s\n", init_utsname()->release);
+	seq_printf(m, "status: %s\n", storm_status(ctl, failed));
+	storm_show_cpus_online(m, ctl->irqs_before);
+	seq_printf(m, "runtime_ns: %llu\n", ctl->end_ns - ctl->start_ns);
+	/* what the interrupt counts cover: runtime_ns and the snapshots */
+	seq_printf(m, "window_ns: %llu\n",
+		   ctl->window_end_ns - ctl->window_start_ns);
+}
+
+/*
+ * A storm's first and last lines in the kernel log, as rcutorture and
+ * locktorture print theirs: "Start of test: <every parameter>" once the
+ * parameters are checked, and "End of test: SUCCESS: <the same>" (or
+ * "FAILURE", "FAILURE (<status>)") as the last line of the run. @fmt
+ * holds the storm's own parameters; the shared ones follow.
+ */
+void storm_print_params(const char *tag, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	pr_info("%s: %pV count_sent=%d pmu=%d\n", tag, &vaf, storm_sent_on(),
+		storm_pmu_on());
+	va_end(args);
+}
+
+void storm_print_end(const struct storm_ctl *ctl, bool failed,
+		     void (*print_params)(const char *tag))
+{
+	const char *status = storm_status(ctl, failed);
+	char tag[48];
+
+	if (!strcmp(status, "done"))
+		strscpy(tag, "End of test: SUCCESS", sizeof(tag));
+	else if (failed)
+		strscpy(tag, "End of test: FAILURE", sizeof(tag));
+	else
+		snprintf(tag, sizeof(tag), "End of test: FAILURE (%s)", status);
+	print_params(tag);
+}
