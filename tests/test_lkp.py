@@ -16,7 +16,7 @@ import tarfile
 import pytest
 
 from conftest import REPO
-from stormsuite import lkp, lkproot, lkpstats, metrics, runs, verdict
+from stormsuite import lkp, lkproot, lkpstats, metrics, runs, sets, verdict
 
 DATA = pathlib.Path(__file__).parent / "data" / "runs"
 TARBALL = "lkp-tests-bbbc29c49.tar.gz"
@@ -148,13 +148,13 @@ def test_compare_reads_stats_only_result_roots(lkp_src, tmp_path):
     for name, files in (("base", a), ("new", b)):
         stats_root(lkp_src, tmp_path / name / "0", files[:3])
         stats_root(lkp_src, tmp_path / name / "1", files[3:])
-    base = runs.resolve(str(tmp_path / "base"))
+    base = sets.resolve(str(tmp_path / "base"))
     assert len(base) == 1 and base[0].label == "base"
     s = base[0]
     assert len(s.boots) == 2 and len(s.runs) == len(a)
     assert s.params == {"numipi": "500", "single": "1", "wait": "1",
                         "cpulist": "0", "offset": "1", "delay": "50"}
-    new = runs.resolve(str(tmp_path / "new"))[0]
+    new = sets.resolve(str(tmp_path / "new"))[0]
     cmp = verdict.build([s, new], force=True)
     primary = {r.metric.name for r in cmp.primary}
     assert "ipistorm.ipis_per_call" in primary

@@ -22,7 +22,7 @@ import pathlib
 import sys
 from typing import Any
 
-from . import metrics, runs, stats, verdict
+from . import metrics, runs, sets, stats, verdict
 
 SCHEMA = 2
 EXIT_REGRESSION = 1         # --fail-above: a primary metric got worse
@@ -508,7 +508,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     check_stat_options(p, args)
     try:
-        sides = [runs.resolve(s, args.results, pool=args.pool)
+        sides = [sets.resolve(s, args.results, pool=args.pool)
                  for s in [args.baseline] + args.candidates]
         results = compare(sides, Settings.of(args))
     except (runs.RunError, verdict.CompareError) as e:

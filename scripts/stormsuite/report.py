@@ -25,7 +25,7 @@ import math
 import pathlib
 import sys
 
-from . import compare, metrics, runs, verdict
+from . import compare, metrics, runs, sets, verdict
 
 RULE = "=" * 66
 
@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     compare.check_stat_options(p, args)
     try:
-        sets = [runs.resolve(s, args.results, pool=args.pool)
+        sets = [sets.resolve(s, args.results, pool=args.pool)
                 for s in [args.baseline] + args.candidates]
         done = [r.comparison for r in
                 compare.compare(sets, compare.Settings.of(args))]

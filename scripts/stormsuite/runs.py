@@ -209,9 +209,9 @@ def load_files(files: list[pathlib.Path], label: str | None = None) -> Series:
 
 def resolve(spec: str, results: pathlib.Path = RESULTS,
             series: str | None = None, pool: bool = False) -> list[Series]:
-    """A label under results/, a label directory, a series directory, or
-    lkp-tests result roots (lkproot.py); 'LABEL@ID' picks series ID there
-    (see select_series)."""
+    """A label under results/, a label directory or a series directory;
+    'LABEL@ID' picks series ID there (see select_series). lkp-tests
+    result roots too: sets.resolve."""
     if "@" in spec and not pathlib.Path(spec).is_dir():
         spec, series = spec.rsplit("@", 1)
     path = pathlib.Path(spec)
@@ -224,10 +224,6 @@ def resolve(spec: str, results: pathlib.Path = RESULTS,
                        f"(labels: {', '.join(have) or 'none'})")
     if run_files(path):
         return [load_series(path, series=series, pool=pool)]
-    from . import lkproot
-    if lkproot.roots(path):
-        # lkp-tests result roots: one series, a root a boot
-        return [lkproot.load_series(path)]
     dirs = sorted(p for p in path.iterdir() if p.is_dir() and run_files(p))
     if not dirs:
         raise RunError(f"{spec}: no run files in {path} or its directories")
