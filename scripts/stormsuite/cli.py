@@ -16,9 +16,13 @@ SUBCOMMANDS = {
     "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
+    "box": ("box", "a test box over ssh, driven by ktest.pl: run, matrix, "
+            "build; its test VM"),
 }
 # run by git bisect run for storm bisect; not listed in --help
-INTERNAL = {"bisect-step": ("bisect", "", "step_main")}
+INTERNAL = {"bisect-step": ("bisect", "", "step_main"),
+            # ktest.pl's TEST on the box: one boot's storm runs
+            "box-step": ("box", "", "step_main")}
 
 
 def usage() -> str:
