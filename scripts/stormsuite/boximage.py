@@ -39,14 +39,20 @@ PACKAGES = ("openssh-server", "kexec-tools", "systemd-sysv", "udev", "kmod",
             "iproute2", "procps")
 # Free space in the image beyond its files: run captures, the modules.
 SPARE_MIB = 256
-# Timers that would start work in the middle of a measurement.
+# Units masked: timers that would start work in the middle of a
+# measurement, and what only slows a TCG boot (the e2scrub reaper, the
+# static gettys, kexec-tools' own reboot handling, which would load
+# /vmlinuz over the kernel ktest.pl chose).
 MASKED = ("apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
-          "fstrim.timer")
+          "fstrim.timer", "e2scrub_reap.service", "getty-static.service",
+          "kexec.service", "kexec-load.service")
+# QEMU's user network has one address for the guest: no DHCP to wait for.
 NETWORK = """[Match]
 Name=en* eth*
 
 [Network]
-DHCP=ipv4
+Address=10.0.2.15/24
+Gateway=10.0.2.2
 """
 
 
@@ -159,6 +165,9 @@ def configure(root: pathlib.Path, pubkey: str, releases: list[str],
     (root / "etc" / "hosts").write_text("127.0.0.1\tlocalhost\n"
                                         "127.0.1.1\tstormbox\n")
     (root / "etc" / "fstab").write_text("/dev/vda\t/\text4\trw,relatime\t0 1\n")
+    (root / "etc" / "default" / "kexec").write_text(
+        "# storm box: ktest.pl loads the next kernel; reboot does not\n"
+        "LOAD_KEXEC=false\n")
     net = root / "etc" / "systemd" / "network"
     net.mkdir(parents=True, exist_ok=True)
     (net / "20-box.network").write_text(NETWORK)

@@ -1,0 +1,185 @@
+"""storm box without a box: the ktest config reader, the configs storm
+writes for ktest.pl (read by ktest.pl itself, with a test that does
+nothing to a box), the order of boots, the box templates."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from stormsuite import box, boximage, boxvm, ktest
+
+BOX_CONF = REPO / "configs" / "box" / "box.conf"
+TESTVM_CONF = REPO / "configs" / "box" / "testvm.conf"
+
+
+def write(path: pathlib.Path, text: str) -> pathlib.Path:
+    path.write_text(text)
+    return path
+
+
+def test_variables_options_and_include(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    write(sub / "inner.conf", "PORT := 22\nBOX_SSH := ssh -p ${PORT} root@${HOST}\n"
+          "SSH_EXEC = ${BOX_SSH} $SSH_COMMAND\n")
+    conf = write(sub / "outer.conf", "HOST := box1\n# a comment\n"
+                 "INCLUDE inner.conf\nMACHINE = ${HOST}\nLATER = ${UNSET}\n"
+                 "TEST_START\nIGNORED = 1\n")
+    cfg = ktest.read_config(conf)
+    assert cfg.variables["BOX_SSH"] == "ssh -p 22 root@box1"
+    assert cfg.options["MACHINE"] == "box1"
+    # left for the shell, as ktest.pl leaves it
+    assert cfg.options["LATER"] == "${UNSET}"
+    assert "IGNORED" not in cfg.options
+    assert cfg.ssh == ["ssh", "-p", "22", "root@box1"]
+    assert cfg.box_dir == ktest.BOX_DIR_DEFAULT
+
+
+def test_ssh_from_ktest_defaults(tmp_path):
+    cfg = ktest.read_config(write(tmp_path / "b.conf", "MACHINE = box2\n"
+                                  "SSH_USER = tester\nSTORM_BOX_DIR := /srv/s\n"))
+    assert cfg.ssh == ["ssh", "tester@box2"]
+    assert cfg.box_dir == "/srv/s"
+    with pytest.raises(ktest.ConfigError, match="no MACHINE"):
+        ktest.read_config(write(tmp_path / "c.conf", "X = 1\n")).ssh
+    with pytest.raises(ktest.ConfigError, match="undefined variable"):
+        ktest.read_config(write(tmp_path / "d.conf",
+                                "BOX_SSH := ssh ${NOPE}\n")).ssh
+
+
+def test_templates_have_what_ktest_asks_for():
+    for conf, extra in ((BOX_CONF, {}),
+                        (TESTVM_CONF, {"BOX_PORT": "2222",
+                                       "BOX_KEY": "/k", "BOX_CONSOLE": "/c",
+                                       "STORM": "storm"})):
+        cfg = ktest.read_config(conf, extra)
+        assert ktest.missing_options(cfg) == [], conf
+        assert cfg.ssh[0] == "ssh" and cfg.ssh[-1].startswith("root@"), conf
+        # storm's variables are only used, never set, by a box config
+        assert not {"STORM_KERNEL", "STORM_BUILD_DIR", "STORM_OUTPUT_DIR",
+                    "STORM_LOCALVERSION"} & set(cfg.variables), conf
+        starts = {line.split()[0] for line in conf.read_text().splitlines()
+                  if line.strip() and not line.startswith("#")}
+        assert not {"TEST_START", "TEST_TYPE", "BUILD_TYPE", "TEST"} & starts, \
+            conf
+
+
+def test_missing_option_named_before_ktest_runs(tmp_path):
+    conf = write(tmp_path / "b.conf", "MACHINE = b\nBUILD_DIR = x\n")
+    with pytest.raises(box.BoxError, match="OUTPUT_DIR, POWER_CYCLE, "
+                       "CONSOLE"):
+        box.Box.open(conf, ktest_pl=str(ktest_stub(tmp_path)))
+
+
+def ktest_stub(tmp_path: pathlib.Path) -> pathlib.Path:
+    p = tmp_path / "ktest.pl"
+    p.write_text("exit 0;\n")
+    return p
+
+
+def test_interleave_alternates_kernels():
+    order = box.interleave([["a1", "a2", "a3"], ["b1", "b2", "b3"]])
+    assert order == ["a1", "b1", "b2", "a2", "a3", "b3"]
+
+
+def test_boot_config_text(tmp_path):
+    run = ktest.Run("6.12.1-x", tmp_path / "stub", tmp_path / "stub", "",
+                    (("TEST_TYPE", "test"), ("TEST", "storm box-step s")))
+    text = ktest.config_text(BOX_CONF, run, "a boot")
+    lines = text.splitlines()
+    # variables first: the box config is read with them defined
+    inc = lines.index(f"INCLUDE {BOX_CONF.resolve()}")
+    assert "STORM_KERNEL := 6.12.1-x" in lines[:inc]
+    assert lines[inc + 2] == "TEST_START"
+    assert lines[inc + 3:] == ["TEST_TYPE = test", "TEST = storm box-step s"]
+
+
+def test_build_run_forces_the_storms_options(tmp_path):
+    run = box.build_run(tmp_path / "linux", "patched", tmp_path / "cfg",
+                        tmp_path / "out")
+    opts = dict(run.options)
+    assert opts["TEST_TYPE"] == "install"
+    assert opts["BUILD_TYPE"] == f"useconfig:{tmp_path / 'cfg'}"
+    assert opts["ADD_CONFIG"] == str(box.FRAGMENT)
+    assert run.localversion == "-storm-patched"
+    fragment = box.FRAGMENT.read_text()
+    for need in ("CONFIG_MODULES=y", "CONFIG_MODULE_UNLOAD=y",
+                 "CONFIG_DEBUG_FS=y", "CONFIG_KPROBES=y"):
+        assert need in fragment.splitlines()
+
+
+def test_nobuild_dir_answers_kernelrelease(tmp_path):
+    d = ktest.nobuild_dir("6.1.0-56-amd64", tmp_path)
+    out = subprocess.run(["make", "-s", f"O={d}", "kernelrelease"], cwd=d,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "6.1.0-56-amd64"
+
+
+@pytest.fixture(scope="module")
+def ktest_pl():
+    return ktest.find_ktest()
+
+
+def test_ktest_reads_the_config_storm_writes(tmp_path, ktest_pl):
+    """ktest.pl itself on the template and storm's variables, with a test
+    that touches no box (build type, nothing to build): it reads every
+    option, asks nothing, and substitutes STORM_KERNEL."""
+    run = ktest.Run("6.1.0-56-amd64", tmp_path, tmp_path, "-storm-x",
+                    (("TEST_TYPE", "build"), ("BUILD_TYPE", "nobuild")))
+    conf = write(tmp_path / "k.conf", ktest.config_text(BOX_CONF, run, "t"))
+    log = tmp_path / "ktest.log"
+    rc = ktest.run(ktest_pl, conf, log, timeout=60)
+    text = log.read_text()
+    assert rc == 0, text[-2000:]
+    assert "GRUB_MENU = Debian GNU/Linux, with Linux 6.1.0-56-amd64" in text
+    assert f"BUILD_DIR = {tmp_path}" in text
+    assert "1 of 1 tests were successful" in text
+
+
+def test_ktest_question_stops_the_run(tmp_path, ktest_pl):
+    conf = write(tmp_path / "k.conf", "MACHINE = b\nBUILD_DIR = /\n"
+                 "OUTPUT_DIR = /tmp\nTEST_START\nTEST_TYPE = boot\n")
+    t0 = time.monotonic()
+    rc = ktest.run(ktest_pl, conf, tmp_path / "ktest.log", timeout=60)
+    assert rc == 125
+    assert time.monotonic() - t0 < 30
+    assert "ktest.pl asks 'POWER_CYCLE = '" in \
+        (tmp_path / "ktest.log").read_text()
+
+
+def test_mirror_from_deb822_sources(tmp_path):
+    src = write(tmp_path / "debian.sources",
+                "Types: deb\nURIs: http://security.example/debian-security\n"
+                "Suites: bookworm-security\n\n"
+                "Types: deb\nURIs: http://mirror.example/debian\n"
+                "Suites: bookworm bookworm-updates\nComponents: main\n")
+    assert boximage.mirror_from_sources(src) == "http://mirror.example/debian"
+    assert boximage.mirror_from_sources(tmp_path / "none") == \
+        boximage.DEFAULT_MIRROR
+
+
+def test_vm_config_points_at_the_template(tmp_path):
+    vm = boxvm.VM(tmp_path)
+    image = boximage.Image(tmp_path / "img")
+    cfg = write(tmp_path / "box.conf", boxvm.config_text(vm, image, 4242))
+    read = ktest.read_config(cfg)
+    assert "-p" in read.ssh and "4242" in read.ssh
+    assert str(image.key) in read.ssh
+    assert read.options["CONSOLE"] == f"tail -n0 -F {vm.console}"
+    assert read.options["REBOOT_TYPE"] == "script"
+    assert "kexec -l /boot/vmlinuz-${STORM_KERNEL}" in \
+        read.options["REBOOT_SCRIPT"]
+
+
+def test_unknown_subcommand():
+    res = subprocess.run([sys.executable, "-m", "stormsuite", "box", "nope"],
+                         cwd=REPO, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO / "scripts")})
+    assert res.returncode == 2
+    assert "unknown command" in res.stderr
