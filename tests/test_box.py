@@ -137,7 +137,7 @@ def test_ktest_reads_the_config_storm_writes(tmp_path, ktest_pl):
     rc = ktest.run(ktest_pl, conf, log, timeout=60)
     text = log.read_text()
     assert rc == 0, text[-2000:]
-    assert "GRUB_MENU = Debian GNU/Linux, with Linux 6.1.0-56-amd64" in text
+    assert "GRUB_MENU = 6.1.0-56-amd64'" in text
     assert f"BUILD_DIR = {tmp_path}" in text
     assert "1 of 1 tests were successful" in text
 

@@ -534,8 +534,101 @@ def build(box: Box, tree: pathlib.Path, name: str,
     return outdir
 
 
+EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
+
+
+def reference_boots(spec: str, storm: str, state: dict[str, Any],
+                    results: pathlib.Path) -> list[float]:
+    """One number per boot of a reference result set (an endpoint's
+    boots, from storm box matrix or run)."""
+    from . import bisect
+    sets = [s for s in runs.resolve(spec, results) if s.storm == storm]
+    if len(sets) != 1:
+        raise BoxError(f"{spec}: {len(sets)} {storm} series there, want one")
+    boots = [bisect.samples_of(b, state) for b in sets[0].boots]
+    return bisect.summaries(boots, state)
+
+
+def bisect_test(box: Box, kernel: Kernel, design: Design, good: str,
+                bad: str, metric: str, results: pathlib.Path) -> int:
+    """One commit's boot (ktest.pl built, installed and booted it): the
+    storm's runs there, then which endpoint they look like
+    (classify.py): EXIT_GOOD, EXIT_BAD, or EXIT_SKIP when the boot does
+    not decide."""
+    from . import bisect, classify
+    from .guest import new_series_id
+    build_modules(kernel)
+    logdir = LOGS / "bisect" / new_series_id()
+    logdir.mkdir(parents=True)
+    done = step({
+        "ssh": box.ssh, "box_dir": box.dir, "release": kernel.release,
+        "storm": design.storm, "params": list(design.params),
+        "runs": design.runs, "warmup": design.warmup,
+        "label": f"bisect-{kernel.release}", "series": new_series_id(),
+        "name": f"bisect {kernel.release}", "results": str(results),
+        "out": str(logdir / "step-result.json"), "env": suite_identity()})
+    docs = [runs.load_run(pathlib.Path(f)) for f in done["files"]]
+    state: dict[str, Any] = {"metric": metric, "storm": design.storm}
+    samples = bisect.samples_of(docs, state)
+    good_b = reference_boots(good, design.storm, state, results)
+    bad_b = reference_boots(bad, design.storm, state, results)
+    log = bisect.on_log_scale(state)
+    levels = classify.Levels([classify.to_scale(good_b, log)],
+                             [classify.to_scale(bad_b, log)])
+    mine = samples if bisect.by_run(state) else \
+        bisect.summaries([samples], state)
+    v = classify.classify(classify.to_scale(mine, log), levels)
+    print(f"storm box bisect-test: {kernel.release}: {v} on "
+          f"{state['metric_name']}", file=sys.stderr)
+    return {classify.GOOD: EXIT_GOOD, classify.BAD: EXIT_BAD}.get(
+        v.decision, EXIT_SKIP)
+
+
+def bisect_test_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm box bisect-test",
+        description="ktest.pl's TEST in a bisect on the box (TEST_TYPE = "
+        "bisect, BISECT_TYPE = test): run the storm on the kernel the box "
+        "booted, then say which endpoint its runs look like against the "
+        "endpoints' boots measured before (storm box matrix of the good "
+        "and the bad kernel): exit 0 good, 1 bad, 125 when this boot does "
+        "not decide (ktest.pl's BISECT_RET_SKIP = 125 skips the commit).")
+    p.add_argument("--config", type=pathlib.Path, required=True,
+                   help="the box's ktest.pl config")
+    p.add_argument("--kernel", required=True,
+                   help="the tree ktest.pl built (its OUTPUT_DIR): the "
+                   "storms are built against it")
+    p.add_argument("--good", required=True,
+                   help="the good endpoint's result set (a label under "
+                   "results/, or a directory)")
+    p.add_argument("--bad", required=True, help="the bad endpoint's")
+    p.add_argument("--metric", default="auto",
+                   help="what decides, as storm bisect --metric (default "
+                   "auto: instructions where counted, else time)")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS)
+    p.add_argument("storm")
+    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    args = p.parse_args(argv)
+    try:
+        cfg = ktest.read_config(args.config)
+        box = Box(args.config.resolve(), cfg.ssh, cfg.box_dir,
+                  pathlib.Path("ktest.pl"))
+        return bisect_test(box, resolve_kernel(args.kernel),
+                           Design(args.storm, tuple(args.params), args.runs,
+                                  args.warmup),
+                           args.good, args.bad, args.metric,
+                           args.results.resolve())
+    except (BoxError, ktest.ConfigError, runs.RunError, ValueError,
+            OSError, subprocess.SubprocessError) as e:
+        print(f"storm box bisect-test: {e}", file=sys.stderr)
+        return EXIT_SKIP
+
+
 def main(argv: list[str]) -> int:
-    commands = {"run": run_main, "matrix": matrix_main, "build": build_main}
+    commands = {"run": run_main, "matrix": matrix_main, "build": build_main,
+                "bisect-test": bisect_test_main}
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.split("\n\n")[1] if __doc__ else "")
         return 0
@@ -547,6 +640,6 @@ def main(argv: list[str]) -> int:
         return boxvm.main(argv[1:])
     if argv[0] not in commands:
         print(f"storm box: unknown command {argv[0]!r} (run, matrix, build, "
-              "image, vm)", file=sys.stderr)
+              "bisect-test, image, vm)", file=sys.stderr)
         return 2
     return commands[argv[0]](argv[1:])
