@@ -183,3 +183,35 @@ def test_unknown_subcommand():
                          env={"PYTHONPATH": str(REPO / "scripts")})
     assert res.returncode == 2
     assert "unknown command" in res.stderr
+
+
+def test_ab_checks_out_each_side_apart(tmp_path, monkeypatch):
+    """storm box ab's sources: worktrees of the user's tree at the base,
+    and at the base with the patch; the user's checkout untouched."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+
+    def git(*a: str, cwd: pathlib.Path = tree) -> str:
+        return subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t",
+                               "-c", "user.email=t@t", *a], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    (tree / "smp.c").write_text("one\n")
+    git("add", "smp.c")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    (tree / "smp.c").write_text("two\n")
+    patch = tmp_path / "fix.patch"
+    patch.write_text(git("diff") + "\n")
+    git("checkout", "-q", "smp.c")
+    monkeypatch.setattr(box, "SOURCES", tmp_path / "src")
+    b = box.checkout(tree, "base", base, None)
+    pt = box.checkout(tree, "patched", base, patch)
+    assert (b / "smp.c").read_text() == "one\n"
+    assert (pt / "smp.c").read_text() == "two\n"
+    assert (tree / "smp.c").read_text() == "one\n"
+    # again: the same state, whatever was left there
+    (pt / "junk.o").write_text("x")
+    pt = box.checkout(tree, "patched", base, patch)
+    assert not (pt / "junk.o").exists()
+    assert (pt / "smp.c").read_text() == "two\n"

@@ -2,6 +2,7 @@
 
     storm box run    --config BOX.conf --kernel K [--boots N] STORM [P=V...]
     storm box matrix --config BOX.conf --kernel A --kernel B [--boots N] STORM ...
+    storm box ab     --config BOX.conf --tree LINUX --base REV --patch FILE STORM ...
     storm box build  --config BOX.conf --tree LINUX [--kconfig FILE] --name NAME
     storm box image | vm start|reset|stop     the test box without hardware
 
@@ -437,28 +438,108 @@ def matrix_main(argv: list[str]) -> int:
     compare.check_stat_options(p, args)
     if len(args.kernel) < 2:
         p.error("give two kernels or more (--kernel A --kernel B)")
-    started = time.monotonic()
     try:
         box = Box.open(args.config, args.ktest)
         sides = [resolve_kernel(k) for k in args.kernel]
-        labels = labels_for(sides)
-        sets, done = measure(box, sides, labels, design, args.boots,
-                             args.results, "storm box matrix")
-    except (BoxError, ktest.ConfigError, runs.RunError) as e:
+    except (BoxError, ktest.ConfigError) as e:
         print(f"storm box matrix: {e}", file=sys.stderr)
+        return 1
+    return measure_and_compare(box, sides, design, args, "storm box matrix")
+
+
+def measure_and_compare(box: Box, sides: list[Kernel], design: Design,
+                        args: argparse.Namespace, who: str) -> int:
+    """What matrix and ab share: every kernel's boots, then compare."""
+    started = time.monotonic()
+    try:
+        sets, done = measure(box, sides, labels_for(sides), design,
+                             args.boots, args.results, who)
+    except (BoxError, runs.RunError) as e:
+        print(f"{who}: {e}", file=sys.stderr)
         return 1
     measured = time.monotonic() - started
     try:
         cmps = compare.compare([[s] for s in sets], args, args.out)
         status = compare.exit_status(cmps, args.fail_above)
     except (runs.RunError, compare.CompareError) as e:
-        print(f"storm box matrix: {e}", file=sys.stderr)
+        print(f"{who}: {e}", file=sys.stderr)
         return 2
     reboot = sum(r.ktest_seconds for r in done) / len(done)
-    print(f"storm box matrix: {len(done)} boots in {measured:.0f} s, a "
-          f"boot {measured / len(done):.0f} s of which ktest.pl's reboot "
-          f"and console {reboot:.0f} s", file=sys.stderr)
+    print(f"{who}: {len(done)} boots in {measured:.0f} s, a boot "
+          f"{measured / len(done):.0f} s of which ktest.pl's reboot and "
+          f"console {reboot:.0f} s", file=sys.stderr)
     return status
+
+
+SOURCES = REPO / "build" / "box" / "src"
+
+
+def checkout(tree: pathlib.Path, name: str, rev: str,
+             patch: pathlib.Path | None) -> pathlib.Path:
+    """A worktree of tree at rev (and patch) for one side of ab, under
+    build/box/src/NAME: the user's checkout is left alone."""
+    d = SOURCES / name
+
+    def git(*a: str, cwd: pathlib.Path = d) -> None:
+        res = subprocess.run(["git", "-C", str(cwd), *a], text=True,
+                             capture_output=True)
+        if res.returncode != 0:
+            raise BoxError(f"git {' '.join(a)}: {res.stderr.strip()}")
+    if not (d / ".git").exists():
+        SOURCES.mkdir(parents=True, exist_ok=True)
+        git("worktree", "add", "--detach", "--force", str(d), rev,
+            cwd=tree)
+    git("checkout", "--detach", "--force", rev)
+    git("clean", "-fdxq")
+    if patch is not None:
+        git("apply", "--index", str(patch.resolve()))
+    return d
+
+
+def ab_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm box ab",
+        description="A patched kernel against its baseline on the box: "
+        "each checked out from --tree into build/box/src/ (your checkout "
+        "is left alone), built and installed by ktest.pl as storm box "
+        "build does, then storm box matrix of the two.",
+        epilog="example: storm box ab --config ~/mybox.conf --tree ~/linux "
+        "--base v6.1 --patch fix.patch ipistorm numipi=100000 single=1 "
+        "offset=8 cpulist=8 wait=1")
+    add_design_options(p, boots=3)
+    p.add_argument("--tree", type=pathlib.Path, required=True,
+                   help="a kernel git tree")
+    p.add_argument("--base", required=True, help="the baseline revision")
+    side = p.add_mutually_exclusive_group(required=True)
+    side.add_argument("--patched", help="the patched revision")
+    side.add_argument("--patch", type=pathlib.Path,
+                      help="a patch file applied on top of --base")
+    p.add_argument("--kconfig", type=pathlib.Path,
+                   help="the configuration both start from (default: the "
+                   "box's running kernel's)")
+    p.add_argument("--out", type=pathlib.Path,
+                   help="write the comparison here")
+    compare.add_stat_options(p)
+    p.add_argument("storm")
+    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    args = p.parse_args(argv)
+    design = check_design(p, args, 2)
+    compare.check_stat_options(p, args)
+    if args.patch and not args.patch.is_file():
+        p.error(f"{args.patch}: no such patch file")
+    try:
+        box = Box.open(args.config, args.ktest)
+        sides = []
+        for name, rev, patch in (("base", args.base, None),
+                                 ("patched", args.patched or args.base,
+                                  args.patch)):
+            src = checkout(args.tree.resolve(), name, rev, patch)
+            sides.append(resolve_kernel(str(build(box, src, name,
+                                                  args.kconfig))))
+    except (BoxError, ktest.ConfigError) as e:
+        print(f"storm box ab: {e}", file=sys.stderr)
+        return 1
+    return measure_and_compare(box, sides, design, args, "storm box ab")
 
 
 def build_main(argv: list[str]) -> int:
@@ -627,8 +708,8 @@ def bisect_test_main(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"run": run_main, "matrix": matrix_main, "build": build_main,
-                "bisect-test": bisect_test_main}
+    commands = {"run": run_main, "matrix": matrix_main, "ab": ab_main,
+                "build": build_main, "bisect-test": bisect_test_main}
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.split("\n\n")[1] if __doc__ else "")
         return 0
@@ -639,7 +720,7 @@ def main(argv: list[str]) -> int:
         from . import boxvm
         return boxvm.main(argv[1:])
     if argv[0] not in commands:
-        print(f"storm box: unknown command {argv[0]!r} (run, matrix, build, "
-              "bisect-test, image, vm)", file=sys.stderr)
+        print(f"storm box: unknown command {argv[0]!r} (run, matrix, ab, "
+              "build, bisect-test, image, vm)", file=sys.stderr)
         return 2
     return commands[argv[0]](argv[1:])
