@@ -26,7 +26,8 @@ def write(path: pathlib.Path, text: str) -> pathlib.Path:
 def test_variables_options_and_include(tmp_path):
     sub = tmp_path / "sub"
     sub.mkdir()
-    write(sub / "inner.conf", "PORT := 22\nBOX_SSH := ssh -p ${PORT} root@${HOST}\n"
+    write(sub / "inner.conf", "PORT := 22\n"
+          "BOX_SSH := ssh -p ${PORT} root@${HOST}\n"
           "SSH_EXEC = ${BOX_SSH} $SSH_COMMAND\n")
     conf = write(sub / "outer.conf", "HOST := box1\n# a comment\n"
                  "INCLUDE inner.conf\nMACHINE = ${HOST}\nLATER = ${UNSET}\n"
@@ -42,8 +43,9 @@ def test_variables_options_and_include(tmp_path):
 
 
 def test_ssh_from_ktest_defaults(tmp_path):
-    cfg = ktest.read_config(write(tmp_path / "b.conf", "MACHINE = box2\n"
-                                  "SSH_USER = tester\nSTORM_BOX_DIR := /srv/s\n"))
+    cfg = ktest.read_config(write(tmp_path / "b.conf",
+                                  "MACHINE = box2\nSSH_USER = tester\n"
+                                  "STORM_BOX_DIR := /srv/s\n"))
     assert cfg.ssh == ["ssh", "tester@box2"]
     assert cfg.box_dir == "/srv/s"
     with pytest.raises(ktest.ConfigError, match="no MACHINE"):
@@ -66,8 +68,8 @@ def test_templates_have_what_ktest_asks_for():
                     "STORM_LOCALVERSION"} & set(cfg.variables), conf
         starts = {line.split()[0] for line in conf.read_text().splitlines()
                   if line.strip() and not line.startswith("#")}
-        assert not {"TEST_START", "TEST_TYPE", "BUILD_TYPE", "TEST"} & starts, \
-            conf
+        owned = {"TEST_START", "TEST_TYPE", "BUILD_TYPE", "TEST"}
+        assert not owned & starts, conf
 
 
 def test_missing_option_named_before_ktest_runs(tmp_path):

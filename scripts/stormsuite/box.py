@@ -1,9 +1,9 @@
 """storm box: the storms on a test box over ssh, ktest.pl driving the box.
 
-    storm box run    --config BOX.conf --kernel K [--boots N] STORM [P=V...]
-    storm box matrix --config BOX.conf --kernel A --kernel B [--boots N] STORM ...
-    storm box ab     --config BOX.conf --tree LINUX --base REV --patch FILE STORM ...
-    storm box build  --config BOX.conf --tree LINUX [--kconfig FILE] --name NAME
+    storm box run    --config BOX --kernel K [--boots N] STORM [P=V...]
+    storm box matrix --config BOX --kernel A --kernel B [--boots N] STORM ...
+    storm box ab     --config BOX --tree LINUX --base REV --patch FILE STORM
+    storm box build  --config BOX --tree LINUX [--kconfig FILE] --name NAME
     storm box image | vm start|reset|stop     the test box without hardware
 
 Each boot is one ktest.pl run (ktest.py writes its config: the kernel,
@@ -256,10 +256,9 @@ def step(state: dict[str, Any]) -> dict[str, Any]:
     res = remote(ssh, line, timeout=3600, check=False)
     sys.stdout.write(res.stderr.decode(errors="replace"))
     if res.returncode != 0:
-        raise BoxError(f"storm run on the box exited {res.returncode}: "
-                       + res.stderr.decode(errors="replace")
-                       .strip().splitlines()[-1:][0]
-                       if res.stderr.strip() else "")
+        last = res.stderr.decode(errors="replace").strip().splitlines()
+        raise BoxError(f"storm run on the box exited {res.returncode}"
+                       + (f": {last[-1]}" if last else ""))
     captures = fetch(ssh, d, pathlib.Path(state["results"]))
     files = []
     for c in captures:

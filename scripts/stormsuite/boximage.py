@@ -164,7 +164,8 @@ def configure(root: pathlib.Path, pubkey: str, releases: list[str],
     (root / "etc" / "hostname").write_text("stormbox\n")
     (root / "etc" / "hosts").write_text("127.0.0.1\tlocalhost\n"
                                         "127.0.1.1\tstormbox\n")
-    (root / "etc" / "fstab").write_text("/dev/vda\t/\text4\trw,relatime\t0 1\n")
+    (root / "etc" / "fstab").write_text(
+        "/dev/vda\t/\text4\trw,relatime\t0 1\n")
     (root / "etc" / "default" / "kexec").write_text(
         "# storm box: ktest.pl loads the next kernel; reboot does not\n"
         "LOAD_KEXEC=false\n")
