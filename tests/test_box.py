@@ -4,7 +4,9 @@ nothing to a box), the order of boots, the box templates."""
 
 from __future__ import annotations
 
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import time
@@ -12,7 +14,7 @@ import time
 import pytest
 
 from conftest import REPO
-from stormsuite import box, boximage, boxvm, ktest
+from stormsuite import box, boximage, boxvm, ktest, runs
 
 BOX_CONF = REPO / "configs" / "box" / "box.conf"
 TESTVM_CONF = REPO / "configs" / "box" / "testvm.conf"
@@ -217,3 +219,83 @@ def test_ab_checks_out_each_side_apart(tmp_path, monkeypatch):
     pt = box.checkout(tree, "patched", base, patch)
     assert not (pt / "junk.o").exists()
     assert (pt / "smp.c").read_text() == "two\n"
+
+
+FAKE_INSMOD = """#!/bin/sh
+m=$(basename "$1" .ko)
+mkdir -p "$STORM_RUN_DEBUGFS/$m"
+cp "$FAKE_RESULT" "$STORM_RUN_DEBUGFS/$m/result"
+"""
+FAKE_RMMOD = """#!/bin/sh
+rm -rf "$STORM_RUN_DEBUGFS/$1"
+"""
+
+
+@pytest.fixture
+def local_box(tmp_path, monkeypatch):
+    """A "box" that is this host: ssh is sh in a home directory of its
+    own, insmod and rmmod stand-ins that "load" by copying a result
+    captured in a guest (as tests/test_run_json.py), no python3 there."""
+    release = os.uname().release
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    for rel in box.BOX_SCRIPTS:
+        shutil.copy(REPO / rel, repo / rel)
+    (repo / "build" / release).mkdir(parents=True)
+    for s in box.STORMS:
+        (repo / "build" / release / f"{s}.ko").write_bytes(b"")
+    monkeypatch.setattr(box, "REPO", repo)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for name, text in (("insmod", FAKE_INSMOD), ("rmmod", FAKE_RMMOD)):
+        (bin_ / name).write_text(text)
+        (bin_ / name).chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    dmesg_file = tmp_path / "dmesg"
+    dmesg_file.write_text("[    0.000000] Linux version x\n")
+    ssh = ["env", f"HOME={home}", f"FAKE_DMESG={dmesg_file}", "sh", "-c",
+           'dmesg() { cat "$FAKE_DMESG"; }; cd && eval "$0"']
+    state = {
+        "ssh": ssh, "box_dir": "storm", "release": release,
+        "storm": "ipistorm", "params": ["numipi=1000", "single=1"],
+        "runs": 2, "warmup": 1, "label": "boxlab", "series": "s1",
+        "name": "boxlab boot 1/1", "results": str(tmp_path / "results"),
+        "out": str(tmp_path / "step-result.json"),
+        "env": {"STORM_RUN_INSMOD": str(bin_ / "insmod"),
+                "STORM_RUN_RMMOD": str(bin_ / "rmmod"),
+                "STORM_RUN_DEBUGFS": str(tmp_path / "debugfs"),
+                "STORM_RUN_PYTHON": "", "STORM_ACCEL": "tcg",
+                "FAKE_RESULT": str(REPO / "tests" / "data" /
+                                   "ipistorm-6.1-single.result")}}
+    return state, dmesg_file, home
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="storm run runs as root")
+def test_step_runs_on_the_box_and_fetches(local_box):
+    state, _, home = local_box
+    done = box.step(state)
+    files = [pathlib.Path(f) for f in done["files"]]
+    assert len(files) == 2
+    for f in files:
+        doc = runs.load_run(f)
+        assert doc["label"] == "boxlab"
+        assert doc["run"]["series"] == "s1"
+        assert doc["env"]["guest_name"] == "boxlab boot 1/1"
+        assert f.parent.parent == pathlib.Path(state["results"]) / "boxlab"
+    # the box got storm run and the modules, in the repository's layout
+    assert (home / "storm" / "scripts" / "storm-run").is_file()
+    assert (home / "storm" / "build" / state["release"] /
+            "ipistorm.ko").is_file()
+    # and the next boot's fetch finds only its own runs
+    assert len(box.step(state)["files"]) == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="storm run runs as root")
+def test_step_fails_on_a_splat_or_another_kernel(local_box):
+    state, dmesg_file, _ = local_box
+    dmesg_file.write_text("[   1.0] WARNING: CPU: 1 PID: 7 at kernel/smp.c\n")
+    with pytest.raises(box.BoxError, match="kernel problem: .*WARNING"):
+        box.step(state)
+    with pytest.raises(box.BoxError, match="not 9.9-other"):
+        box.step(dict(state, release="9.9-other"))
