@@ -254,6 +254,9 @@ def step(state: dict[str, Any]) -> dict[str, Any]:
                                      for k, v in env.items())
             + " " + shlex.join(cmd))
     res = remote(ssh, line, timeout=3600, check=False)
+    # ktest.pl keeps its TEST's output until the next test only
+    pathlib.Path(state["out"]).with_name("storm-run.log") \
+        .write_bytes(res.stderr)
     sys.stdout.write(res.stderr.decode(errors="replace"))
     if res.returncode != 0:
         last = res.stderr.decode(errors="replace").strip().splitlines()
