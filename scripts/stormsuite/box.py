@@ -4,6 +4,7 @@
     storm box matrix --config BOX --kernel A --kernel B [--boots N] STORM ...
     storm box ab     --config BOX --tree LINUX --base REV --patch FILE STORM
     storm box build  --config BOX --tree LINUX [--kconfig FILE] --name NAME
+    storm box bisect-test --config BOX --kernel TREE --good SET --bad SET STORM
     storm box image | vm start|reset|stop     the test box without hardware
 
 Each boot is one ktest.pl run (ktest.py writes its config: the kernel,
@@ -595,7 +596,8 @@ def build(box: Box, tree: pathlib.Path, name: str,
           kconfig: pathlib.Path | None, dry_run: bool = False
           ) -> pathlib.Path:
     outdir = KERNELS / name
-    outdir.mkdir(parents=True, exist_ok=True)
+    if not dry_run:
+        outdir.mkdir(parents=True, exist_ok=True)
     logdir = LOGS / f"build-{name}"
     logdir.mkdir(parents=True, exist_ok=True)
     if kconfig is None:

@@ -17,7 +17,7 @@ SUBCOMMANDS = {
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
     "box": ("box", "a test box over ssh, driven by ktest.pl: run, matrix, "
-            "build; its test VM"),
+            "ab, build, bisect-test; its test VM"),
 }
 # run by git bisect run for storm bisect; not listed in --help
 INTERNAL = {"bisect-step": ("bisect", "", "step_main"),
