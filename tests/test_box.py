@@ -299,3 +299,22 @@ def test_step_fails_on_a_splat_or_another_kernel(local_box):
         box.step(state)
     with pytest.raises(box.BoxError, match="not 9.9-other"):
         box.step(dict(state, release="9.9-other"))
+
+
+AB_000 = REPO / "tests" / "data" / "boots" / "ab-seed-000"
+
+
+@pytest.mark.parametrize("side,want", [(0, "good"), (1, "bad")])
+def test_bisect_test_decides_one_boot(side, want):
+    """storm box bisect-test's answer for one boot, against endpoints'
+    boots: seed 000's stock kernel (good) and the one that sends an IPI
+    for every queued call (bad), 3 boots each; the commit's boot is the
+    third boot of one side, the levels the first two of each."""
+    sides = [runs.resolve(str(d))[0].boots for d in sorted(AB_000.iterdir())
+             if d.is_dir()]
+    good, bad = sides[0][:2], sides[1][:2]
+    v, metric = box.decide(sides[side][2], good, bad, "ipistorm",
+                           "ipis_sent_per_call")
+    assert v.decision == want, (v, metric)
+    assert metric == "ipistorm.ipis_sent_per_call"
+    assert (v.odds > 99) if want == "good" else (v.odds < 1 / 99)

@@ -622,26 +622,45 @@ def build(box: Box, tree: pathlib.Path, name: str,
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
 
 
-def reference_boots(spec: str, storm: str, state: dict[str, Any],
-                    results: pathlib.Path) -> list[float]:
-    """One number per boot of a reference result set (an endpoint's
-    boots, from storm box matrix or run)."""
-    from . import bisect
+def reference_boots(spec: str, storm: str, results: pathlib.Path
+                    ) -> list[list[dict[str, Any]]]:
+    """The boots (each its runs) of an endpoint's result set, from
+    storm box matrix or run."""
     sets = [s for s in runs.resolve(spec, results) if s.storm == storm]
     if len(sets) != 1:
         raise BoxError(f"{spec}: {len(sets)} {storm} series there, want one")
-    boots = [bisect.samples_of(b, state) for b in sets[0].boots]
-    return bisect.summaries(boots, state)
+    return sets[0].boots
+
+
+def decide(boot: list[dict[str, Any]], good: list[list[dict[str, Any]]],
+           bad: list[list[dict[str, Any]]], storm: str, metric: str):
+    """Which endpoint one boot's runs look like (classify.py, as storm
+    bisect asks it): a classify.Verdict, and the metric's name."""
+    from . import bisect, classify
+    state: dict[str, Any] = {"metric": metric, "storm": storm}
+    samples = bisect.samples_of(boot, state)
+    log = bisect.on_log_scale(state)
+
+    def level(boots: list[list[dict[str, Any]]]):
+        return classify.to_scale(bisect.summaries(
+            [bisect.samples_of(b, state) for b in boots], state), log)
+    levels = classify.Levels([level(good)], [level(bad)])
+    # instructions: every run is a sample; else the boot is one
+    mine = samples if bisect.by_run(state) else \
+        bisect.summaries([samples], state)
+    return classify.classify(classify.to_scale(mine, log), levels), \
+        state["metric_name"]
 
 
 def bisect_test(box: Box, kernel: Kernel, design: Design, good: str,
                 bad: str, metric: str, results: pathlib.Path) -> int:
     """One commit's boot (ktest.pl built, installed and booted it): the
-    storm's runs there, then which endpoint they look like
-    (classify.py): EXIT_GOOD, EXIT_BAD, or EXIT_SKIP when the boot does
-    not decide."""
-    from . import bisect, classify
+    storm's runs there, then which endpoint they look like: EXIT_GOOD,
+    EXIT_BAD, or EXIT_SKIP when the boot does not decide."""
+    from . import classify
     from .guest import new_series_id
+    good_boots = reference_boots(good, design.storm, results)
+    bad_boots = reference_boots(bad, design.storm, results)
     build_modules(kernel)
     logdir = LOGS / "bisect" / new_series_id()
     logdir.mkdir(parents=True)
@@ -653,18 +672,9 @@ def bisect_test(box: Box, kernel: Kernel, design: Design, good: str,
         "name": f"bisect {kernel.release}", "results": str(results),
         "out": str(logdir / "step-result.json"), "env": suite_identity()})
     docs = [runs.load_run(pathlib.Path(f)) for f in done["files"]]
-    state: dict[str, Any] = {"metric": metric, "storm": design.storm}
-    samples = bisect.samples_of(docs, state)
-    good_b = reference_boots(good, design.storm, state, results)
-    bad_b = reference_boots(bad, design.storm, state, results)
-    log = bisect.on_log_scale(state)
-    levels = classify.Levels([classify.to_scale(good_b, log)],
-                             [classify.to_scale(bad_b, log)])
-    mine = samples if bisect.by_run(state) else \
-        bisect.summaries([samples], state)
-    v = classify.classify(classify.to_scale(mine, log), levels)
-    print(f"storm box bisect-test: {kernel.release}: {v} on "
-          f"{state['metric_name']}", file=sys.stderr)
+    v, name = decide(docs, good_boots, bad_boots, design.storm, metric)
+    print(f"storm box bisect-test: {kernel.release}: {v} on {name}",
+          file=sys.stderr)
     return {classify.GOOD: EXIT_GOOD, classify.BAD: EXIT_BAD}.get(
         v.decision, EXIT_SKIP)
 
