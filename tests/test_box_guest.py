@@ -111,7 +111,8 @@ def test_ipis_counted_on_the_box(loop):
 
 def test_ktest_drove_each_boot(loop):
     res, _, releases = loop
-    starts = re.findall(r"storm box matrix: (\S+) boot (\d)/\d", res.stderr)
+    starts = re.findall(r"storm box matrix: (\S+) boot (\d)/\d \(\d+/\d+\)",
+                        res.stderr)
     assert len(starts) == len(releases) * BOOTS
     results = re.findall(r"ktest: KTEST RESULT: TEST 1 SUCCESS", res.stderr)
     assert len(results) == len(releases) * BOOTS, res.stderr[-3000:]
