@@ -55,7 +55,8 @@ def loop(tmp_path_factory):
     finally:
         boxvm.stop(vm)
     sys.stderr.write("box loop costs: " + ", ".join(
-        f"{k} {v:.0f} s" for k, v in costs.items()) + "\n")
+        f"{k} {v:.0f} s" for k, v in costs.items()) + "\n"
+        + "".join(res.stderr.splitlines(keepends=True)[-1:]))
     return res, results, releases
 
 
