@@ -252,9 +252,12 @@ def run(ktest: pathlib.Path, config: pathlib.Path, log: pathlib.Path,
     cmd = ["perl", str(ktest), str(config)]
     t0 = time.monotonic()
     with open(log, "ab") as out:
+        # its own process group: what ktest.pl leaves behind when it is
+        # stopped (its CONSOLE command, a TEST) goes with it
         proc = subprocess.Popen(cmd, cwd=config.parent, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT,
+                                start_new_session=True)
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
         partial = b""
@@ -294,14 +297,17 @@ def run(ktest: pathlib.Path, config: pathlib.Path, log: pathlib.Path,
                     break
         finally:
             if proc.poll() is None:
-                # ktest.pl's console child (CONSOLE) goes with it: INT is
-                # what ktest.pl sends it, and ktest.pl's own handler
+                # INT: what ktest.pl's own handler stops on
                 proc.send_signal(signal.SIGINT)
                 try:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
             rc = proc.wait()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             if proc.stdin:
                 proc.stdin.close()
     return rc if status is None else status
