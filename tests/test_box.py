@@ -318,3 +318,13 @@ def test_bisect_test_decides_one_boot(side, want):
     assert v.decision == want, (v, metric)
     assert metric == "ipistorm.ipis_sent_per_call"
     assert (v.odds > 99) if want == "good" else (v.odds < 1 / 99)
+
+
+def test_ktest_failure_in_its_own_words(tmp_path):
+    log = write(tmp_path / "ktest.log",
+                "run test x ... [3 seconds] FAILED!\n"
+                "CRITICAL FAILURE... [TEST 1] failed - got a bug report\n")
+    assert ktest.failure(log) == \
+        "ktest.pl: CRITICAL FAILURE... [TEST 1] failed - got a bug report"
+    assert ktest.failure(write(tmp_path / "ok.log", "SUCCESS\n")) == ""
+    assert ktest.failure(tmp_path / "none.log") == ""

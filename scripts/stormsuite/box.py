@@ -174,7 +174,8 @@ def boot_and_run(box: Box, kernel: Kernel, design: Design, *, label: str,
     except (OSError, ValueError):
         done = {}
     if rc != 0 or not done.get("ok"):
-        why = done.get("error") or f"ktest.pl exit {rc}"
+        why = done.get("error") or ktest.failure(logdir / "ktest.log") \
+            or f"ktest.pl exit {rc}"
         raise BoxError(f"{name}: {why} (logs in {logdir})")
     files = [pathlib.Path(f) for f in done["files"]]
     if len(files) != design.runs:

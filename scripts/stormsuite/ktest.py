@@ -321,3 +321,15 @@ STEP = re.compile(r"^(RUNNING TEST|KTEST RESULT|CRITICAL FAILURE|"
 
 def is_step_line(line: str) -> bool:
     return bool(STEP.match(line.strip()))
+
+
+def failure(log: pathlib.Path) -> str:
+    """ktest.pl's own words on why a run failed (its last CRITICAL
+    FAILURE line: no login prompt, a bug on the console, ...), if any."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in text.splitlines()
+             if "CRITICAL FAILURE" in ln]
+    return f"ktest.pl: {lines[-1]}" if lines else ""
