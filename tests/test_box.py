@@ -328,3 +328,49 @@ def test_ktest_failure_in_its_own_words(tmp_path):
         "ktest.pl: CRITICAL FAILURE... [TEST 1] failed - got a bug report"
     assert ktest.failure(write(tmp_path / "ok.log", "SUCCESS\n")) == ""
     assert ktest.failure(tmp_path / "none.log") == ""
+
+
+def test_ktest_boots_and_tests_a_stand_in_box(tmp_path, ktest_pl):
+    """ktest.pl's whole boot-and-test path under ktest.run, against a
+    stand-in box: ssh and reboot do nothing, the console prints a boot
+    and a login prompt, the TEST writes a file. It opens and closes the
+    console's pty (ktest.pl must survive that) and runs the TEST."""
+    rebooted = tmp_path / "rebooted"
+    console = write(tmp_path / "console.sh", f"""while :; do
+    if [ -e {rebooted} ]; then
+        rm {rebooted}; echo 'Linux version 6.1.0-test'; echo 'box login:'
+    fi
+    sleep 0.2
+done
+""")
+    done = tmp_path / "tested"
+    conf = write(tmp_path / "box.conf", f"""MACHINE = standin
+SSH_USER = root
+SSH_EXEC = true $SSH_COMMAND
+REBOOT = touch {rebooted}
+REBOOT_TYPE = script
+REBOOT_SCRIPT = true
+POWER_CYCLE = false
+CONSOLE = sh {console}
+BUILD_DIR = ${{STORM_BUILD_DIR}}
+OUTPUT_DIR = ${{STORM_OUTPUT_DIR}}
+LOCALVERSION = ${{STORM_LOCALVERSION}}
+BUILD_TARGET = arch/x86/boot/bzImage
+TARGET_IMAGE = /boot/vmlinuz-test
+""")
+    stub = ktest.nobuild_dir("6.1.0-test", tmp_path)
+    run = ktest.Run("6.1.0-test", stub, stub, "", (
+        ("TEST_TYPE", "test"), ("BUILD_TYPE", "nobuild"),
+        ("NO_INSTALL", "1"), ("TEST", f"touch {done}"),
+        ("REBOOT_ON_SUCCESS", "0")))
+    k = write(tmp_path / "k.conf", ktest.config_text(conf, run, "t"))
+    log = tmp_path / "ktest.log"
+    rc = ktest.run(ktest_pl, k, log, timeout=120)
+    text = log.read_text()
+    assert rc == 0, text[-3000:]
+    assert done.is_file()
+    assert "KTEST RESULT: TEST 1 SUCCESS" in text
+    # and nothing of its console is left running
+    left = subprocess.run(["pgrep", "-f", str(console)],
+                          capture_output=True, text=True).stdout.split()
+    assert left == []

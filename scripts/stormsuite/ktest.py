@@ -252,12 +252,14 @@ def run(ktest: pathlib.Path, config: pathlib.Path, log: pathlib.Path,
     cmd = ["perl", str(ktest), str(config)]
     t0 = time.monotonic()
     with open(log, "ab") as out:
-        # its own process group: what ktest.pl leaves behind when it is
-        # stopped (its CONSOLE command, a TEST) goes with it
+        # its own process group, so that what ktest.pl leaves behind
+        # when it is stopped (its CONSOLE command, a TEST) goes with it;
+        # not a session of its own: as a session leader it would take the
+        # console's pty as its terminal, and die of the hangup when it
+        # closes the console
         proc = subprocess.Popen(cmd, cwd=config.parent, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                stderr=subprocess.STDOUT, process_group=0)
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
         partial = b""
