@@ -14,7 +14,8 @@ DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 # the words `storm` takes; a line whose second word is not one of them
 # ("storm bisect: endpoints ...", output) is not a command
 SUBCOMMANDS = ("vm", "show", "compare", "report", "matrix", "kernel", "ab",
-               "bisect", "simulate", "seed", "run", "test", "demo", "lkp")
+               "bisect", "simulate", "seed", "run", "test", "demo", "lkp",
+               "box")
 COMMAND = re.compile(r"(?<![\w/.-])(?:scripts/)?storm (?:%s)(?![\w:-])"
                      % "|".join(SUBCOMMANDS))
 

@@ -18,6 +18,8 @@ SUBCOMMANDS = {
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
     "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
+    "box": ("box", "a test box over ssh, driven by ktest.pl: run, matrix, "
+            "ab, build, bisect-test; its test VM"),
 }
 # storm kernel WHAT: the second word names the module
 KERNEL = {
@@ -27,7 +29,9 @@ KERNEL = {
 # the shell subcommands (scripts/storm runs their scripts, not Python)
 SHELL = ("run", "test", "demo")
 # run by git bisect run for storm bisect; not listed in --help
-INTERNAL = {"bisect-step": ("bisect", "", "step_main")}
+INTERNAL = {"bisect-step": ("bisect", "", "step_main"),
+            # ktest.pl's TEST on the box: one boot's storm runs
+            "box-step": ("box", "", "step_main")}
 
 
 def usage() -> str:

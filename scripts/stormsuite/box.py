@@ -1,0 +1,741 @@
+"""storm box: the storms on a test box over ssh, ktest.pl driving the box.
+
+    storm box run    --config BOX --kernel K [--boots N] STORM [P=V...]
+    storm box matrix --config BOX --kernel A --kernel B [--boots N] STORM ...
+    storm box ab     --config BOX --tree LINUX --base REV --patch FILE STORM
+    storm box build  --config BOX --tree LINUX [--kconfig FILE] --name NAME
+    storm box bisect-test --config BOX --kernel TREE --good SET --bad SET STORM
+    storm box image | vm start|reset|stop     the test box without hardware
+
+Each boot is one ktest.pl run (ktest.py writes its config: the kernel,
+the user's box config, one test): ktest.pl reboots the box into the
+kernel (grub-reboot, kexec or a script: the box config says how), waits
+for its login prompt on the console, then runs storm's step as its TEST
+while it watches the console for oopses and panics. The step (`storm
+box-step STATE`, run by ktest.pl on this host) checks the box booted
+that kernel, copies storm run and the modules built here for it, runs
+the series there (POSIX sh: the box needs no Python), fetches the
+captures into results/<label>/ and makes their run files here, and fails
+on a splat in the box's dmesg. `matrix` alternates the kernels boot by
+boot (A B, B A, ...), a reboot before every boot, so that boots stay the
+unit of replication, then compares as storm matrix does. `build` is
+ktest.pl's build and install (olddefconfig on the box's own config plus
+configs/box.config, what the storms need) of a kernel tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import json
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+import tarfile
+import time
+from typing import Any, Sequence
+
+from . import REPO, compare, dmesg, kernels, ktest, runfile, runs
+
+STORM = REPO / "scripts" / "storm"
+LOGS = REPO / "build" / "box" / "log"
+# what the box needs of the suite: storm run (POSIX sh) and the modules
+BOX_SCRIPTS = ("scripts/storm-run", "scripts/storm-run-trace.sh")
+STORMS = ("ipistorm", "tlbstorm", "slabstorm")
+# the options a box kernel gets on top of the box's own config
+FRAGMENT = REPO / "configs" / "box.config"
+
+
+class BoxError(Exception):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """A kernel on the box: its release, and the tree or headers the
+    modules are built against here (None: build/<release>/ as it is)."""
+    spec: str
+    release: str
+    kdir: pathlib.Path | None
+
+
+def resolve_kernel(spec: str) -> Kernel:
+    """6.1 or 6.12 (this host's stock kernels, which the test VM has), a
+    built tree (ktest's OUTPUT_DIR), or a release installed on the box
+    with its headers at /lib/modules/<release>/build here."""
+    if spec in ("6.1", "6.12") or pathlib.Path(spec).is_dir():
+        try:
+            k = kernels.resolve(spec)
+        except kernels.KernelNotFound as e:
+            raise BoxError(str(e)) from e
+        return Kernel(spec, k.release, k.kdir)
+    kdir = kernels.MODULES / spec / "build"
+    if kdir.is_dir():
+        return Kernel(spec, spec, kdir)
+    if all((REPO / "build" / spec / f"{s}.ko").is_file() for s in STORMS):
+        return Kernel(spec, spec, None)
+    raise BoxError(f"{spec}: not 6.1/6.12, a built tree, or a release "
+                   f"with headers at {kdir} or modules in build/{spec}/")
+
+
+def build_modules(k: Kernel) -> None:
+    if k.kdir is None:
+        return
+    from . import vm
+    try:
+        vm.build_modules(kernels.Kernel(image=pathlib.Path(),
+                                        release=k.release, kdir=k.kdir),
+                         quiet=True)
+    except SystemExit as e:
+        raise BoxError(f"{k.spec}: {e}") from e
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    storm: str
+    params: tuple[str, ...]
+    runs: int = 5
+    warmup: int = 1
+    timeout: float = 1200
+
+
+@dataclasses.dataclass
+class Box:
+    config: pathlib.Path        # the user's ktest config for the box
+    ssh: list[str]
+    dir: str                    # storm's directory on the box
+    ktest: pathlib.Path
+
+    @classmethod
+    def open(cls, config: pathlib.Path, ktest_pl: str | None = None) -> Box:
+        """The box of a box config, checked for what ktest.pl would
+        otherwise ask on its terminal."""
+        cfg = ktest.read_config(config)
+        missing = ktest.missing_options(cfg)
+        if missing:
+            raise BoxError(
+                f"{config}: set {', '.join(missing)} (ktest.pl asks for "
+                "them; configs/box/box.conf shows each)")
+        return cls(config.resolve(), cfg.ssh, cfg.box_dir,
+                   ktest.find_ktest(ktest_pl))
+
+
+@dataclasses.dataclass
+class BootResult:
+    name: str
+    label: str
+    files: list[pathlib.Path]
+    seconds: float
+    ktest_seconds: float
+
+
+def suite_identity() -> dict[str, str]:
+    def git(*a: str) -> str:
+        res = subprocess.run(["git", "-C", str(REPO), *a], text=True,
+                             capture_output=True)
+        return res.stdout.strip() if res.returncode == 0 else "unknown"
+    return {"STORM_SUITE_VERSION": git("describe", "--always", "--dirty"),
+            "STORM_SUITE_COMMIT": git("rev-parse", "HEAD")}
+
+
+def boot_and_run(box: Box, kernel: Kernel, design: Design, *, label: str,
+                 series: str, name: str, results: pathlib.Path,
+                 logdir: pathlib.Path) -> BootResult:
+    """One boot: ktest.pl reboots the box into the kernel and runs the
+    step as its TEST; the run files the step made."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    state = logdir / "step.json"
+    out = logdir / "step-result.json"
+    out.unlink(missing_ok=True)
+    state.write_text(json.dumps({
+        "ssh": box.ssh, "box_dir": box.dir, "release": kernel.release,
+        "storm": design.storm, "params": list(design.params),
+        "runs": design.runs, "warmup": design.warmup, "label": label,
+        "series": series, "name": name, "results": str(results),
+        "out": str(out), "env": suite_identity()}, indent=1) + "\n")
+    stub = ktest.nobuild_dir(kernel.release, LOGS)
+    run = ktest.Run(kernel.release, stub, stub, "", (
+        ("TEST_TYPE", "test"), ("BUILD_TYPE", "nobuild"), ("NO_INSTALL", "1"),
+        ("TEST", f"{STORM} box-step {state}"),
+        ("REBOOT_ON_SUCCESS", "0")))
+    conf = logdir / "ktest.conf"
+    conf.write_text(ktest.config_text(
+        box.config, run, f"{name}: boot {kernel.release}, then "
+        f"{design.storm} {' '.join(design.params)}"))
+    t0 = time.monotonic()
+    rc = ktest.run(box.ktest, conf, logdir / "ktest.log", echo=sys.stderr,
+                   timeout=design.timeout)
+    seconds = time.monotonic() - t0
+    try:
+        done = json.loads(out.read_text())
+    except (OSError, ValueError):
+        done = {}
+    if rc != 0 or not done.get("ok"):
+        why = done.get("error") or ktest.failure(logdir / "ktest.log") \
+            or f"ktest.pl exit {rc}"
+        raise BoxError(f"{name}: {why} (logs in {logdir})")
+    files = [pathlib.Path(f) for f in done["files"]]
+    if len(files) != design.runs:
+        raise BoxError(f"{name}: {len(files)} run files came back, "
+                       f"{design.runs} were asked for")
+    return BootResult(name, label, files, seconds, seconds - done["seconds"])
+
+
+# --------------------------------------------------------------------
+# The step: ktest.pl's TEST, on this host, while the box is up
+
+
+def remote(ssh: Sequence[str], command: str, *, stdin: bytes | None = None,
+           timeout: float = 600, check: bool = True
+           ) -> subprocess.CompletedProcess:
+    res = subprocess.run([*ssh, command], input=stdin if stdin is not None
+                         else b"", capture_output=True, timeout=timeout)
+    if check and res.returncode != 0:
+        raise BoxError(f"on the box: {command[:80]}: exit "
+                       f"{res.returncode}: "
+                       f"{res.stderr.decode(errors='replace').strip()[-500:]}")
+    return res
+
+
+def payload(release: str) -> bytes:
+    """storm run and this kernel's modules, as a tar in the repository's
+    layout (scripts/, build/<release>/)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for rel in BOX_SCRIPTS:
+            tar.add(REPO / rel, arcname=rel)
+        for s in STORMS:
+            ko = REPO / "build" / release / f"{s}.ko"
+            if not ko.is_file():
+                raise BoxError(f"no {ko}: the modules for {release} are "
+                               "not built")
+            tar.add(ko, arcname=f"build/{release}/{s}.ko")
+    return buf.getvalue()
+
+
+def fetch(ssh: Sequence[str], box_dir: str, results: pathlib.Path
+          ) -> list[pathlib.Path]:
+    """The box's results/ into results here; the captures it held."""
+    res = remote(ssh, f"cd {shlex.quote(box_dir)}/results && tar -c .")
+    results.mkdir(parents=True, exist_ok=True)
+    captures = []
+    with tarfile.open(fileobj=io.BytesIO(res.stdout)) as tar:
+        members = tar.getmembers()
+        for m in members:
+            if not (m.isdir() or m.isfile()) or m.name.startswith("/") \
+                    or ".." in pathlib.PurePath(m.name).parts:
+                raise BoxError(f"the box's results hold {m.name!r}")
+        tar.extractall(results, members=members)
+        for m in members:
+            p = pathlib.PurePath(m.name)
+            if m.isdir() and p.name.endswith(runfile.CAPTURE_SUFFIX):
+                captures.append((results / p).resolve())
+    return sorted(captures)
+
+
+def step(state: dict[str, Any]) -> dict[str, Any]:
+    """One boot's runs on the box; what came back."""
+    ssh, d = state["ssh"], state["box_dir"]
+    t0 = time.monotonic()
+    booted = remote(ssh, "uname -r").stdout.decode().strip()
+    if booted != state["release"]:
+        raise BoxError(f"the box runs {booted}, not {state['release']}: "
+                       "its box config does not boot STORM_KERNEL")
+    q = shlex.quote(d)
+    remote(ssh, f"mkdir -p {q} && cd {q} && rm -rf results && tar -x",
+           stdin=payload(state["release"]))
+    env = dict(state["env"], STORM_VM_NAME=state["name"])
+    cmd = ["sh", "scripts/storm-run", "--runs", str(state["runs"]),
+           "--warmup", str(state["warmup"]), "--results", "results",
+           "--label", state["label"], "--series", state["series"],
+           state["storm"], *state["params"]]
+    line = (f"cd {q} && " + " ".join(f"{k}={shlex.quote(v)}"
+                                     for k, v in env.items())
+            + " " + shlex.join(cmd))
+    res = remote(ssh, line, timeout=3600, check=False)
+    # ktest.pl keeps its TEST's output until the next test only
+    pathlib.Path(state["out"]).with_name("storm-run.log") \
+        .write_bytes(res.stderr)
+    sys.stdout.write(res.stderr.decode(errors="replace"))
+    if res.returncode != 0:
+        last = res.stderr.decode(errors="replace").strip().splitlines()
+        raise BoxError(f"storm run on the box exited {res.returncode}"
+                       + (f": {last[-1]}" if last else ""))
+    captures = fetch(ssh, d, pathlib.Path(state["results"]))
+    files = []
+    for c in captures:
+        out = runfile.run_file_of(c)
+        runfile.write(c, out)
+        files.append(str(out))
+    log = remote(ssh, "dmesg").stdout.decode(errors="replace")
+    pathlib.Path(state["out"]).with_name("dmesg").write_text(log)
+    bad = dmesg.problems(log)
+    if bad:
+        raise BoxError("the box's dmesg shows a kernel problem: "
+                       + "; ".join(bad[:3]))
+    return {"ok": True, "files": files, "booted": booted,
+            "seconds": time.monotonic() - t0}
+
+
+def step_main(argv: list[str]) -> int:
+    """storm box-step STATE: run by ktest.pl as its TEST (exit 0: the
+    runs came back; else ktest.pl fails the test)."""
+    if len(argv) != 1:
+        print("usage: storm box-step STATE (run by ktest.pl)",
+              file=sys.stderr)
+        return 2
+    state = json.loads(pathlib.Path(argv[0]).read_text())
+    out = pathlib.Path(state["out"])
+    try:
+        done = step(state)
+    except (BoxError, subprocess.TimeoutExpired, OSError,
+            tarfile.TarError, ValueError, KeyError) as e:
+        out.write_text(json.dumps({"ok": False, "error": str(e)}) + "\n")
+        print(f"storm box-step: {e}", file=sys.stderr)
+        return 1
+    out.write_text(json.dumps(done, indent=1) + "\n")
+    print(f"storm box-step: {len(done['files'])} run files from "
+          f"{done['booted']} in {done['seconds']:.0f} s")
+    return 0
+
+
+# --------------------------------------------------------------------
+# The commands
+
+
+def add_design_options(p: argparse.ArgumentParser, boots: int) -> None:
+    p.add_argument("--config", type=pathlib.Path, required=True,
+                   help="the box's ktest.pl config (configs/box/box.conf "
+                   "is the template; storm box vm start prints the test "
+                   "VM's)")
+    p.add_argument("--ktest", help="ktest.pl, or the kernel tree holding "
+                   "it (default: $STORM_KTEST, else build/linux-source-6.1 "
+                   "from storm kernel source)")
+    p.add_argument("--boots", type=int, default=boots,
+                   help=f"boots per kernel, the unit of replication "
+                   f"(default {boots})")
+    p.add_argument("--runs", type=int, default=5,
+                   help="measured runs per boot (default 5)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="warm-up runs per boot, thrown away (default 1)")
+    p.add_argument("--timeout", type=float, default=1200,
+                   help="seconds per boot (reboot and runs) before ktest.pl "
+                   "is stopped (default 1200)")
+    p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
+                   help="where the run files go (default: $STORM_RESULTS "
+                   "or results/)")
+
+
+def check_design(p: argparse.ArgumentParser, args: argparse.Namespace,
+                 min_boots: int) -> Design:
+    if args.runs < 1 or args.warmup < 0 or args.boots < min_boots:
+        p.error(f"--runs must be at least 1, --warmup not negative, "
+                f"--boots at least {min_boots}")
+    for prm in args.params:
+        if "=" not in prm:
+            p.error(f"{prm}: parameters are NAME=VALUE")
+    return Design(args.storm, tuple(args.params), args.runs, args.warmup,
+                  args.timeout)
+
+
+def interleave(sides: Sequence[Sequence[Any]]) -> list[Any]:
+    """A1 B1, B2 A2, A3 B3 ...: the kernel that goes first takes turns
+    (as storm matrix orders its guests, guest.interleave)."""
+    out: list[Any] = []
+    for i in range(max(len(s) for s in sides)):
+        row = [s[i] for s in sides if i < len(s)]
+        k = i % len(row)
+        out += row[k:] + row[:k]
+    return out
+
+
+def labels_for(kernels_: list[Kernel]) -> list[str]:
+    from .matrix import unique_labels
+    return unique_labels([k.release for k in kernels_])
+
+
+def measure(box: Box, sides: list[Kernel], labels: list[str],
+            design: Design, boots: int, results: pathlib.Path,
+            who: str) -> tuple[list[runs.Series], list[BootResult]]:
+    """Every kernel `boots` times, alternating, each boot after a
+    reboot; one series per kernel."""
+    for k in sides:
+        build_modules(k)
+    from .guest import new_series_id
+    series = new_series_id()
+    plan = interleave([[(k, lb, i) for i in range(boots)]
+                       for k, lb in zip(sides, labels)])
+    done: list[BootResult] = []
+    t0 = time.monotonic()
+    for n, (k, lb, i) in enumerate(plan):
+        name = f"{lb} boot {i + 1}/{boots}"
+        print(f"{who}: {name} ({n + 1}/{len(plan)})", file=sys.stderr,
+              flush=True)
+        r = boot_and_run(box, k, design, label=lb, series=series,
+                         name=name, results=results.resolve(),
+                         logdir=LOGS / series / f"{n + 1:02d}-"
+                         f"{lb}-{i + 1}")
+        done.append(r)
+        print(f"{who}: {name}: {len(r.files)} runs; {r.seconds:.0f} s "
+              f"(ktest.pl's reboot and console {r.ktest_seconds:.0f} s); "
+              f"{time.monotonic() - t0:.0f} s so far", file=sys.stderr,
+              flush=True)
+    sets = []
+    for lb in labels:
+        files = [f for r in done if r.label == lb for f in r.files]
+        sets.append(runs.load_files(files, lb))
+    return sets, done
+
+
+def run_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm box run",
+        description="Boot the box into KERNEL (ktest.pl) --boots times and "
+        "run the storm there each time; the run files land under "
+        "results/<release>/ here.")
+    add_design_options(p, boots=1)
+    p.add_argument("--kernel", required=True,
+                   help="6.1, 6.12, a built tree, or a release on the box")
+    p.add_argument("storm")
+    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    args = p.parse_args(argv)
+    design = check_design(p, args, 1)
+    try:
+        box = Box.open(args.config, args.ktest)
+        k = resolve_kernel(args.kernel)
+        _, done = measure(box, [k], [k.release], design, args.boots,
+                          args.results, "storm box run")
+    except (BoxError, ktest.ConfigError, runs.RunError) as e:
+        print(f"storm box run: {e}", file=sys.stderr)
+        return 1
+    for r in done:
+        for f in r.files:
+            print(f)
+    return 0
+
+
+def matrix_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm box matrix",
+        description="Run the storm on the box under every --kernel, "
+        "--boots boots each, alternating kernels across reboots (ktest.pl "
+        "reboots the box before every boot); then compare them, the "
+        "first kernel the baseline, boots as the unit of replication.",
+        epilog="example: storm box matrix --config build/box/vm/box.conf "
+        "--kernel 6.1 --kernel 6.12 --boots 2 --runs 3 ipistorm "
+        "numipi=2000 single=1 wait=1 cpulist=0 offset=1")
+    add_design_options(p, boots=3)
+    p.add_argument("--kernel", action="append", required=True,
+                   help="6.1, 6.12, a built tree, or a release on the box; "
+                   "repeat (two or more)")
+    p.add_argument("--out", type=pathlib.Path,
+                   help="write the comparison here (default: the second "
+                   "kernel's series directory)")
+    compare.add_stat_options(p)
+    p.add_argument("storm")
+    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    args = p.parse_args(argv)
+    design = check_design(p, args, 2)
+    compare.check_stat_options(p, args)
+    if len(args.kernel) < 2:
+        p.error("give two kernels or more (--kernel A --kernel B)")
+    try:
+        box = Box.open(args.config, args.ktest)
+        sides = [resolve_kernel(k) for k in args.kernel]
+    except (BoxError, ktest.ConfigError) as e:
+        print(f"storm box matrix: {e}", file=sys.stderr)
+        return 1
+    return measure_and_compare(box, sides, design, args, "storm box matrix")
+
+
+def measure_and_compare(box: Box, sides: list[Kernel], design: Design,
+                        args: argparse.Namespace, who: str) -> int:
+    """What matrix and ab share: every kernel's boots, then compare."""
+    started = time.monotonic()
+    try:
+        sets, done = measure(box, sides, labels_for(sides), design,
+                             args.boots, args.results, who)
+    except (BoxError, runs.RunError) as e:
+        print(f"{who}: {e}", file=sys.stderr)
+        return 1
+    measured = time.monotonic() - started
+    try:
+        cmps = compare.compare([[s] for s in sets], args, args.out)
+        status = compare.exit_status(cmps, args.fail_above)
+    except (runs.RunError, compare.CompareError) as e:
+        print(f"{who}: {e}", file=sys.stderr)
+        return 2
+    reboot = sum(r.ktest_seconds for r in done) / len(done)
+    print(f"{who}: {len(done)} boots in {measured:.0f} s, a boot "
+          f"{measured / len(done):.0f} s of which ktest.pl's reboot and "
+          f"console {reboot:.0f} s", file=sys.stderr)
+    return status
+
+
+SOURCES = REPO / "build" / "box" / "src"
+
+
+def checkout(tree: pathlib.Path, name: str, rev: str,
+             patch: pathlib.Path | None) -> pathlib.Path:
+    """A worktree of tree at rev (and patch) for one side of ab, under
+    build/box/src/NAME: the user's checkout is left alone."""
+    d = SOURCES / name
+
+    def git(*a: str, cwd: pathlib.Path = d) -> None:
+        res = subprocess.run(["git", "-C", str(cwd), *a], text=True,
+                             capture_output=True)
+        if res.returncode != 0:
+            raise BoxError(f"git {' '.join(a)}: {res.stderr.strip()}")
+    if not (d / ".git").exists():
+        SOURCES.mkdir(parents=True, exist_ok=True)
+        git("worktree", "add", "--detach", "--force", str(d), rev,
+            cwd=tree)
+    git("checkout", "--detach", "--force", rev)
+    git("clean", "-fdxq")
+    if patch is not None:
+        git("apply", "--index", str(patch.resolve()))
+    return d
+
+
+def ab_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm box ab",
+        description="A patched kernel against its baseline on the box: "
+        "each checked out from --tree into build/box/src/ (your checkout "
+        "is left alone), built and installed by ktest.pl as storm box "
+        "build does, then storm box matrix of the two.",
+        epilog="example: storm box ab --config ~/mybox.conf --tree ~/linux "
+        "--base v6.1 --patch fix.patch ipistorm numipi=100000 single=1 "
+        "offset=8 cpulist=8 wait=1")
+    add_design_options(p, boots=3)
+    p.add_argument("--tree", type=pathlib.Path, required=True,
+                   help="a kernel git tree")
+    p.add_argument("--base", required=True, help="the baseline revision")
+    side = p.add_mutually_exclusive_group(required=True)
+    side.add_argument("--patched", help="the patched revision")
+    side.add_argument("--patch", type=pathlib.Path,
+                      help="a patch file applied on top of --base")
+    p.add_argument("--kconfig", type=pathlib.Path,
+                   help="the configuration both start from (default: the "
+                   "box's running kernel's)")
+    p.add_argument("--out", type=pathlib.Path,
+                   help="write the comparison here")
+    compare.add_stat_options(p)
+    p.add_argument("storm")
+    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    args = p.parse_args(argv)
+    design = check_design(p, args, 2)
+    compare.check_stat_options(p, args)
+    if args.patch and not args.patch.is_file():
+        p.error(f"{args.patch}: no such patch file")
+    try:
+        box = Box.open(args.config, args.ktest)
+        sides = []
+        for name, rev, patch in (("base", args.base, None),
+                                 ("patched", args.patched or args.base,
+                                  args.patch)):
+            src = checkout(args.tree.resolve(), name, rev, patch)
+            sides.append(resolve_kernel(str(build(box, src, name,
+                                                  args.kconfig))))
+    except (BoxError, ktest.ConfigError) as e:
+        print(f"storm box ab: {e}", file=sys.stderr)
+        return 1
+    return measure_and_compare(box, sides, design, args, "storm box ab")
+
+
+def build_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm box build",
+        description="Build a kernel for the box with ktest.pl and install "
+        "it there (TEST_TYPE = install): olddefconfig on the box's own "
+        "configuration (--kconfig, else /boot/config-$(uname -r) read from "
+        "the box) with configs/box.config forced on top (ADD_CONFIG: what "
+        "the storms need); then the storms are built against it here. "
+        "Prints the tree to give storm box run/matrix as --kernel.")
+    p.add_argument("--config", type=pathlib.Path, required=True,
+                   help="the box's ktest.pl config")
+    p.add_argument("--ktest", help="ktest.pl or a kernel tree holding it")
+    p.add_argument("--tree", type=pathlib.Path, required=True,
+                   help="the kernel source tree (ktest.pl's BUILD_DIR)")
+    p.add_argument("--name", required=True,
+                   help="what this kernel is (base, patched, ...): its "
+                   "LOCALVERSION -storm-NAME and build/box/kernels/NAME, "
+                   "ktest.pl's OUTPUT_DIR")
+    p.add_argument("--kconfig", type=pathlib.Path,
+                   help="the configuration to start from (default: the "
+                   "box's running kernel's)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="write ktest.pl's config and print it; build nothing")
+    args = p.parse_args(argv)
+    try:
+        box = Box.open(args.config, args.ktest)
+        out = build(box, args.tree, args.name, args.kconfig, args.dry_run)
+    except (BoxError, ktest.ConfigError) as e:
+        print(f"storm box build: {e}", file=sys.stderr)
+        return 1
+    print(out)
+    return 0
+
+
+KERNELS = REPO / "build" / "box" / "kernels"
+
+
+def build_run(tree: pathlib.Path, name: str, kconfig: pathlib.Path,
+              outdir: pathlib.Path) -> ktest.Run:
+    """What ktest.pl is told for a build and install."""
+    return ktest.Run("", tree.resolve(), outdir, f"-storm-{name}", (
+        ("TEST_TYPE", "install"),
+        ("BUILD_TYPE", f"useconfig:{kconfig}"),
+        ("ADD_CONFIG", str(FRAGMENT)),
+        ("REBOOT_ON_SUCCESS", "0")))
+
+
+def build(box: Box, tree: pathlib.Path, name: str,
+          kconfig: pathlib.Path | None, dry_run: bool = False
+          ) -> pathlib.Path:
+    outdir = KERNELS / name
+    if not dry_run:
+        outdir.mkdir(parents=True, exist_ok=True)
+    logdir = LOGS / f"build-{name}"
+    logdir.mkdir(parents=True, exist_ok=True)
+    if kconfig is None:
+        text = remote(box.ssh, "cat /boot/config-$(uname -r)").stdout
+        kconfig = logdir / "box.kconfig"
+        kconfig.write_bytes(text)
+    conf = logdir / "ktest.conf"
+    conf.write_text(ktest.config_text(
+        box.config, build_run(tree, name, kconfig.resolve(), outdir),
+        f"build {tree} as {name} for the box, and install it"))
+    if dry_run:
+        sys.stdout.write(conf.read_text())
+        return conf
+    rc = ktest.run(box.ktest, conf, logdir / "ktest.log", echo=sys.stderr)
+    if rc != 0:
+        raise BoxError(f"ktest.pl exit {rc} (log: {logdir / 'ktest.log'})")
+    k = resolve_kernel(str(outdir))
+    build_modules(k)
+    return outdir
+
+
+EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
+
+
+def reference_boots(spec: str, storm: str, results: pathlib.Path
+                    ) -> list[list[dict[str, Any]]]:
+    """The boots (each its runs) of an endpoint's result set, from
+    storm box matrix or run."""
+    sets = [s for s in runs.resolve(spec, results) if s.storm == storm]
+    if len(sets) != 1:
+        raise BoxError(f"{spec}: {len(sets)} {storm} series there, want one")
+    return sets[0].boots
+
+
+def decide(boot: list[dict[str, Any]], good: list[list[dict[str, Any]]],
+           bad: list[list[dict[str, Any]]], storm: str, metric: str):
+    """Which endpoint one boot's runs look like (classify.py, as storm
+    bisect asks it): a classify.Verdict, and the metric's name."""
+    from . import bisect, classify
+    state: dict[str, Any] = {"metric": metric, "storm": storm}
+    samples = bisect.samples_of(boot, state)
+    log = bisect.on_log_scale(state)
+
+    def level(boots: list[list[dict[str, Any]]]):
+        return classify.to_scale(bisect.summaries(
+            [bisect.samples_of(b, state) for b in boots], state), log)
+    levels = classify.Levels([level(good)], [level(bad)])
+    # instructions: every run is a sample; else the boot is one
+    mine = samples if bisect.by_run(state) else \
+        bisect.summaries([samples], state)
+    return classify.classify(classify.to_scale(mine, log), levels), \
+        state["metric_name"]
+
+
+def bisect_test(box: Box, kernel: Kernel, design: Design, good: str,
+                bad: str, metric: str, results: pathlib.Path) -> int:
+    """One commit's boot (ktest.pl built, installed and booted it): the
+    storm's runs there, then which endpoint they look like: EXIT_GOOD,
+    EXIT_BAD, or EXIT_SKIP when the boot does not decide."""
+    from . import classify
+    from .guest import new_series_id
+    good_boots = reference_boots(good, design.storm, results)
+    bad_boots = reference_boots(bad, design.storm, results)
+    build_modules(kernel)
+    logdir = LOGS / "bisect" / new_series_id()
+    logdir.mkdir(parents=True)
+    done = step({
+        "ssh": box.ssh, "box_dir": box.dir, "release": kernel.release,
+        "storm": design.storm, "params": list(design.params),
+        "runs": design.runs, "warmup": design.warmup,
+        "label": f"bisect-{kernel.release}", "series": new_series_id(),
+        "name": f"bisect {kernel.release}", "results": str(results),
+        "out": str(logdir / "step-result.json"), "env": suite_identity()})
+    docs = [runs.load_run(pathlib.Path(f)) for f in done["files"]]
+    v, name = decide(docs, good_boots, bad_boots, design.storm, metric)
+    print(f"storm box bisect-test: {kernel.release}: {v} on {name}",
+          file=sys.stderr)
+    return {classify.GOOD: EXIT_GOOD, classify.BAD: EXIT_BAD}.get(
+        v.decision, EXIT_SKIP)
+
+
+def bisect_test_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="storm box bisect-test",
+        description="ktest.pl's TEST in a bisect on the box (TEST_TYPE = "
+        "bisect, BISECT_TYPE = test): run the storm on the kernel the box "
+        "booted, then say which endpoint its runs look like against the "
+        "endpoints' boots measured before (storm box matrix of the good "
+        "and the bad kernel): exit 0 good, 1 bad, 125 when this boot does "
+        "not decide (ktest.pl's BISECT_RET_SKIP = 125 skips the commit).")
+    p.add_argument("--config", type=pathlib.Path, required=True,
+                   help="the box's ktest.pl config")
+    p.add_argument("--kernel", required=True,
+                   help="the tree ktest.pl built (its OUTPUT_DIR): the "
+                   "storms are built against it")
+    p.add_argument("--good", required=True,
+                   help="the good endpoint's result set (a label under "
+                   "results/, or a directory)")
+    p.add_argument("--bad", required=True, help="the bad endpoint's")
+    p.add_argument("--metric", default="auto",
+                   help="what decides, as storm bisect --metric (default "
+                   "auto: instructions where counted, else time)")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS)
+    p.add_argument("storm")
+    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    args = p.parse_args(argv)
+    try:
+        cfg = ktest.read_config(args.config)
+        box = Box(args.config.resolve(), cfg.ssh, cfg.box_dir,
+                  pathlib.Path("ktest.pl"))
+        return bisect_test(box, resolve_kernel(args.kernel),
+                           Design(args.storm, tuple(args.params), args.runs,
+                                  args.warmup),
+                           args.good, args.bad, args.metric,
+                           args.results.resolve())
+    except (BoxError, ktest.ConfigError, runs.RunError, ValueError,
+            OSError, subprocess.SubprocessError) as e:
+        print(f"storm box bisect-test: {e}", file=sys.stderr)
+        return EXIT_SKIP
+
+
+def main(argv: list[str]) -> int:
+    commands = {"run": run_main, "matrix": matrix_main, "ab": ab_main,
+                "build": build_main, "bisect-test": bisect_test_main}
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.split("\n\n")[1] if __doc__ else "")
+        return 0
+    if argv[0] == "image":
+        from . import boximage
+        return boximage.main(argv[1:])
+    if argv[0] == "vm":
+        from . import boxvm
+        return boxvm.main(argv[1:])
+    if argv[0] not in commands:
+        print(f"storm box: unknown command {argv[0]!r} (run, matrix, ab, "
+              "build, bisect-test, image, vm)", file=sys.stderr)
+        return 2
+    return commands[argv[0]](argv[1:])

@@ -1,0 +1,376 @@
+"""storm box without a box: the ktest config reader, the configs storm
+writes for ktest.pl (read by ktest.pl itself, with a test that does
+nothing to a box), the order of boots, the box templates."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from stormsuite import box, boximage, boxvm, ktest, runs
+
+BOX_CONF = REPO / "configs" / "box" / "box.conf"
+TESTVM_CONF = REPO / "configs" / "box" / "testvm.conf"
+
+
+def write(path: pathlib.Path, text: str) -> pathlib.Path:
+    path.write_text(text)
+    return path
+
+
+def test_variables_options_and_include(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    write(sub / "inner.conf", "PORT := 22\n"
+          "BOX_SSH := ssh -p ${PORT} root@${HOST}\n"
+          "SSH_EXEC = ${BOX_SSH} $SSH_COMMAND\n")
+    conf = write(sub / "outer.conf", "HOST := box1\n# a comment\n"
+                 "INCLUDE inner.conf\nMACHINE = ${HOST}\nLATER = ${UNSET}\n"
+                 "TEST_START\nIGNORED = 1\n")
+    cfg = ktest.read_config(conf)
+    assert cfg.variables["BOX_SSH"] == "ssh -p 22 root@box1"
+    assert cfg.options["MACHINE"] == "box1"
+    # left for the shell, as ktest.pl leaves it
+    assert cfg.options["LATER"] == "${UNSET}"
+    assert "IGNORED" not in cfg.options
+    assert cfg.ssh == ["ssh", "-p", "22", "root@box1"]
+    assert cfg.box_dir == ktest.BOX_DIR_DEFAULT
+
+
+def test_ssh_from_ktest_defaults(tmp_path):
+    cfg = ktest.read_config(write(tmp_path / "b.conf",
+                                  "MACHINE = box2\nSSH_USER = tester\n"
+                                  "STORM_BOX_DIR := /srv/s\n"))
+    assert cfg.ssh == ["ssh", "tester@box2"]
+    assert cfg.box_dir == "/srv/s"
+    with pytest.raises(ktest.ConfigError, match="no MACHINE"):
+        ktest.read_config(write(tmp_path / "c.conf", "X = 1\n")).ssh
+    with pytest.raises(ktest.ConfigError, match="undefined variable"):
+        ktest.read_config(write(tmp_path / "d.conf",
+                                "BOX_SSH := ssh ${NOPE}\n")).ssh
+
+
+def test_templates_have_what_ktest_asks_for():
+    for conf, extra in ((BOX_CONF, {}),
+                        (TESTVM_CONF, {"BOX_PORT": "2222",
+                                       "BOX_KEY": "/k", "BOX_CONSOLE": "/c",
+                                       "STORM": "storm"})):
+        cfg = ktest.read_config(conf, extra)
+        assert ktest.missing_options(cfg) == [], conf
+        assert cfg.ssh[0] == "ssh" and cfg.ssh[-1].startswith("root@"), conf
+        # storm's variables are only used, never set, by a box config
+        assert not {"STORM_KERNEL", "STORM_BUILD_DIR", "STORM_OUTPUT_DIR",
+                    "STORM_LOCALVERSION"} & set(cfg.variables), conf
+        starts = {line.split()[0] for line in conf.read_text().splitlines()
+                  if line.strip() and not line.startswith("#")}
+        owned = {"TEST_START", "TEST_TYPE", "BUILD_TYPE", "TEST"}
+        assert not owned & starts, conf
+
+
+def test_missing_option_named_before_ktest_runs(tmp_path):
+    conf = write(tmp_path / "b.conf", "MACHINE = b\nBUILD_DIR = x\n")
+    with pytest.raises(box.BoxError, match="OUTPUT_DIR, POWER_CYCLE, "
+                       "CONSOLE"):
+        box.Box.open(conf, ktest_pl=str(ktest_stub(tmp_path)))
+
+
+def ktest_stub(tmp_path: pathlib.Path) -> pathlib.Path:
+    p = tmp_path / "ktest.pl"
+    p.write_text("exit 0;\n")
+    return p
+
+
+def test_interleave_alternates_kernels():
+    order = box.interleave([["a1", "a2", "a3"], ["b1", "b2", "b3"]])
+    assert order == ["a1", "b1", "b2", "a2", "a3", "b3"]
+
+
+def test_boot_config_text(tmp_path):
+    run = ktest.Run("6.12.1-x", tmp_path / "stub", tmp_path / "stub", "",
+                    (("TEST_TYPE", "test"), ("TEST", "storm box-step s")))
+    text = ktest.config_text(BOX_CONF, run, "a boot")
+    lines = text.splitlines()
+    # variables first: the box config is read with them defined
+    inc = lines.index(f"INCLUDE {BOX_CONF.resolve()}")
+    assert "STORM_KERNEL := 6.12.1-x" in lines[:inc]
+    assert lines[inc + 2] == "TEST_START"
+    assert lines[inc + 3:] == ["TEST_TYPE = test", "TEST = storm box-step s"]
+
+
+def test_build_run_forces_the_storms_options(tmp_path):
+    run = box.build_run(tmp_path / "linux", "patched", tmp_path / "cfg",
+                        tmp_path / "out")
+    opts = dict(run.options)
+    assert opts["TEST_TYPE"] == "install"
+    assert opts["BUILD_TYPE"] == f"useconfig:{tmp_path / 'cfg'}"
+    assert opts["ADD_CONFIG"] == str(box.FRAGMENT)
+    assert run.localversion == "-storm-patched"
+    fragment = box.FRAGMENT.read_text()
+    for need in ("CONFIG_MODULES=y", "CONFIG_MODULE_UNLOAD=y",
+                 "CONFIG_DEBUG_FS=y", "CONFIG_KPROBES=y"):
+        assert need in fragment.splitlines()
+
+
+def test_nobuild_dir_answers_kernelrelease(tmp_path):
+    d = ktest.nobuild_dir("6.1.0-56-amd64", tmp_path)
+    out = subprocess.run(["make", "-s", f"O={d}", "kernelrelease"], cwd=d,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "6.1.0-56-amd64"
+
+
+@pytest.fixture(scope="module")
+def ktest_pl():
+    return ktest.find_ktest()
+
+
+def test_ktest_reads_the_config_storm_writes(tmp_path, ktest_pl):
+    """ktest.pl itself on the template and storm's variables, with a test
+    that touches no box (build type, nothing to build): it reads every
+    option, asks nothing, and substitutes STORM_KERNEL."""
+    run = ktest.Run("6.1.0-56-amd64", tmp_path, tmp_path, "-storm-x",
+                    (("TEST_TYPE", "build"), ("BUILD_TYPE", "nobuild")))
+    conf = write(tmp_path / "k.conf", ktest.config_text(BOX_CONF, run, "t"))
+    log = tmp_path / "ktest.log"
+    rc = ktest.run(ktest_pl, conf, log, timeout=60)
+    text = log.read_text()
+    assert rc == 0, text[-2000:]
+    assert "GRUB_MENU = 6.1.0-56-amd64'" in text
+    assert f"BUILD_DIR = {tmp_path}" in text
+    assert "1 of 1 tests were successful" in text
+
+
+def test_ktest_question_stops_the_run(tmp_path, ktest_pl):
+    conf = write(tmp_path / "k.conf", "MACHINE = b\nBUILD_DIR = /\n"
+                 "OUTPUT_DIR = /tmp\nTEST_START\nTEST_TYPE = boot\n")
+    t0 = time.monotonic()
+    rc = ktest.run(ktest_pl, conf, tmp_path / "ktest.log", timeout=60)
+    assert rc == 125
+    assert time.monotonic() - t0 < 30
+    assert "ktest.pl asks 'POWER_CYCLE = '" in \
+        (tmp_path / "ktest.log").read_text()
+
+
+def test_mirror_from_deb822_sources(tmp_path):
+    src = write(tmp_path / "debian.sources",
+                "Types: deb\nURIs: http://security.example/debian-security\n"
+                "Suites: bookworm-security\n\n"
+                "Types: deb\nURIs: http://mirror.example/debian\n"
+                "Suites: bookworm bookworm-updates\nComponents: main\n")
+    assert boximage.mirror_from_sources(src) == "http://mirror.example/debian"
+    assert boximage.mirror_from_sources(tmp_path / "none") == \
+        boximage.DEFAULT_MIRROR
+
+
+def test_vm_config_points_at_the_template(tmp_path):
+    vm = boxvm.VM(tmp_path)
+    image = boximage.Image(tmp_path / "img")
+    cfg = write(tmp_path / "box.conf", boxvm.config_text(vm, image, 4242))
+    read = ktest.read_config(cfg)
+    assert "-p" in read.ssh and "4242" in read.ssh
+    assert str(image.key) in read.ssh
+    assert read.options["CONSOLE"] == f"tail -n0 -F {vm.console}"
+    assert read.options["REBOOT_TYPE"] == "script"
+    assert "kexec -l /boot/vmlinuz-${STORM_KERNEL}" in \
+        read.options["REBOOT_SCRIPT"]
+
+
+def test_unknown_subcommand():
+    res = subprocess.run([sys.executable, "-m", "stormsuite", "box", "nope"],
+                         cwd=REPO, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO / "scripts")})
+    assert res.returncode == 2
+    assert "unknown command" in res.stderr
+
+
+def test_ab_checks_out_each_side_apart(tmp_path, monkeypatch):
+    """storm box ab's sources: worktrees of the user's tree at the base,
+    and at the base with the patch; the user's checkout untouched."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+
+    def git(*a: str, cwd: pathlib.Path = tree) -> str:
+        return subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t",
+                               "-c", "user.email=t@t", *a], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    (tree / "smp.c").write_text("one\n")
+    git("add", "smp.c")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    (tree / "smp.c").write_text("two\n")
+    patch = tmp_path / "fix.patch"
+    patch.write_text(git("diff") + "\n")
+    git("checkout", "-q", "smp.c")
+    monkeypatch.setattr(box, "SOURCES", tmp_path / "src")
+    b = box.checkout(tree, "base", base, None)
+    pt = box.checkout(tree, "patched", base, patch)
+    assert (b / "smp.c").read_text() == "one\n"
+    assert (pt / "smp.c").read_text() == "two\n"
+    assert (tree / "smp.c").read_text() == "one\n"
+    # again: the same state, whatever was left there
+    (pt / "junk.o").write_text("x")
+    pt = box.checkout(tree, "patched", base, patch)
+    assert not (pt / "junk.o").exists()
+    assert (pt / "smp.c").read_text() == "two\n"
+
+
+FAKE_INSMOD = """#!/bin/sh
+m=$(basename "$1" .ko)
+mkdir -p "$STORM_RUN_DEBUGFS/$m"
+cp "$FAKE_RESULT" "$STORM_RUN_DEBUGFS/$m/result"
+"""
+FAKE_RMMOD = """#!/bin/sh
+rm -rf "$STORM_RUN_DEBUGFS/$1"
+"""
+
+
+@pytest.fixture
+def local_box(tmp_path, monkeypatch):
+    """A "box" that is this host: ssh is sh in a home directory of its
+    own, insmod and rmmod stand-ins that "load" by copying a result
+    captured in a guest (as tests/test_run_json.py), no python3 there."""
+    release = os.uname().release
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    for rel in box.BOX_SCRIPTS:
+        shutil.copy(REPO / rel, repo / rel)
+    (repo / "build" / release).mkdir(parents=True)
+    for s in box.STORMS:
+        (repo / "build" / release / f"{s}.ko").write_bytes(b"")
+    monkeypatch.setattr(box, "REPO", repo)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for name, text in (("insmod", FAKE_INSMOD), ("rmmod", FAKE_RMMOD)):
+        (bin_ / name).write_text(text)
+        (bin_ / name).chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    dmesg_file = tmp_path / "dmesg"
+    dmesg_file.write_text("[    0.000000] Linux version x\n")
+    ssh = ["env", f"HOME={home}", f"FAKE_DMESG={dmesg_file}", "sh", "-c",
+           'dmesg() { cat "$FAKE_DMESG"; }; cd && eval "$0"']
+    state = {
+        "ssh": ssh, "box_dir": "storm", "release": release,
+        "storm": "ipistorm", "params": ["numipi=1000", "single=1"],
+        "runs": 2, "warmup": 1, "label": "boxlab", "series": "s1",
+        "name": "boxlab boot 1/1", "results": str(tmp_path / "results"),
+        "out": str(tmp_path / "step-result.json"),
+        "env": {"STORM_RUN_INSMOD": str(bin_ / "insmod"),
+                "STORM_RUN_RMMOD": str(bin_ / "rmmod"),
+                "STORM_RUN_DEBUGFS": str(tmp_path / "debugfs"),
+                "STORM_RUN_PYTHON": "", "STORM_ACCEL": "tcg",
+                "FAKE_RESULT": str(REPO / "tests" / "data" /
+                                   "ipistorm-6.1-single.result")}}
+    return state, dmesg_file, home
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="storm run runs as root")
+def test_step_runs_on_the_box_and_fetches(local_box):
+    state, _, home = local_box
+    done = box.step(state)
+    files = [pathlib.Path(f) for f in done["files"]]
+    assert len(files) == 2
+    for f in files:
+        doc = runs.load_run(f)
+        assert doc["label"] == "boxlab"
+        assert doc["run"]["series"] == "s1"
+        assert doc["env"]["guest_name"] == "boxlab boot 1/1"
+        assert f.parent.parent == pathlib.Path(state["results"]) / "boxlab"
+    # the box got storm run and the modules, in the repository's layout
+    assert (home / "storm" / "scripts" / "storm-run").is_file()
+    assert (home / "storm" / "build" / state["release"] /
+            "ipistorm.ko").is_file()
+    # and the next boot's fetch finds only its own runs
+    assert len(box.step(state)["files"]) == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="storm run runs as root")
+def test_step_fails_on_a_splat_or_another_kernel(local_box):
+    state, dmesg_file, _ = local_box
+    dmesg_file.write_text("[   1.0] WARNING: CPU: 1 PID: 7 at kernel/smp.c\n")
+    with pytest.raises(box.BoxError, match="kernel problem: .*WARNING"):
+        box.step(state)
+    with pytest.raises(box.BoxError, match="not 9.9-other"):
+        box.step(dict(state, release="9.9-other"))
+
+
+AB_000 = REPO / "tests" / "data" / "boots" / "ab-seed-000"
+
+
+@pytest.mark.parametrize("side,want", [(0, "good"), (1, "bad")])
+def test_bisect_test_decides_one_boot(side, want):
+    """storm box bisect-test's answer for one boot, against endpoints'
+    boots: seed 000's stock kernel (good) and the one that sends an IPI
+    for every queued call (bad), 3 boots each; the commit's boot is the
+    third boot of one side, the levels the first two of each."""
+    sides = [runs.resolve(str(d))[0].boots for d in sorted(AB_000.iterdir())
+             if d.is_dir()]
+    good, bad = sides[0][:2], sides[1][:2]
+    v, metric = box.decide(sides[side][2], good, bad, "ipistorm",
+                           "ipis_sent_per_call")
+    assert v.decision == want, (v, metric)
+    assert metric == "ipistorm.ipis_sent_per_call"
+    assert (v.odds > 99) if want == "good" else (v.odds < 1 / 99)
+
+
+def test_ktest_failure_in_its_own_words(tmp_path):
+    log = write(tmp_path / "ktest.log",
+                "run test x ... [3 seconds] FAILED!\n"
+                "CRITICAL FAILURE... [TEST 1] failed - got a bug report\n")
+    assert ktest.failure(log) == \
+        "ktest.pl: CRITICAL FAILURE... [TEST 1] failed - got a bug report"
+    assert ktest.failure(write(tmp_path / "ok.log", "SUCCESS\n")) == ""
+    assert ktest.failure(tmp_path / "none.log") == ""
+
+
+def test_ktest_boots_and_tests_a_stand_in_box(tmp_path, ktest_pl):
+    """ktest.pl's whole boot-and-test path under ktest.run, against a
+    stand-in box: ssh and reboot do nothing, the console prints a boot
+    and a login prompt, the TEST writes a file. It opens and closes the
+    console's pty (ktest.pl must survive that) and runs the TEST."""
+    rebooted = tmp_path / "rebooted"
+    console = write(tmp_path / "console.sh", f"""while :; do
+    if [ -e {rebooted} ]; then
+        rm {rebooted}; echo 'Linux version 6.1.0-test'; echo 'box login:'
+    fi
+    sleep 0.2
+done
+""")
+    done = tmp_path / "tested"
+    conf = write(tmp_path / "box.conf", f"""MACHINE = standin
+SSH_USER = root
+SSH_EXEC = true $SSH_COMMAND
+REBOOT = touch {rebooted}
+REBOOT_TYPE = script
+REBOOT_SCRIPT = true
+POWER_CYCLE = false
+CONSOLE = sh {console}
+BUILD_DIR = ${{STORM_BUILD_DIR}}
+OUTPUT_DIR = ${{STORM_OUTPUT_DIR}}
+LOCALVERSION = ${{STORM_LOCALVERSION}}
+BUILD_TARGET = arch/x86/boot/bzImage
+TARGET_IMAGE = /boot/vmlinuz-test
+""")
+    stub = ktest.nobuild_dir("6.1.0-test", tmp_path)
+    run = ktest.Run("6.1.0-test", stub, stub, "", (
+        ("TEST_TYPE", "test"), ("BUILD_TYPE", "nobuild"),
+        ("NO_INSTALL", "1"), ("TEST", f"touch {done}"),
+        ("REBOOT_ON_SUCCESS", "0")))
+    k = write(tmp_path / "k.conf", ktest.config_text(conf, run, "t"))
+    log = tmp_path / "ktest.log"
+    rc = ktest.run(ktest_pl, k, log, timeout=120)
+    text = log.read_text()
+    assert rc == 0, text[-3000:]
+    assert done.is_file()
+    assert "KTEST RESULT: TEST 1 SUCCESS" in text
+    # and nothing of its console is left running
+    left = subprocess.run(["pgrep", "-f", str(console)],
+                          capture_output=True, text=True).stdout.split()
+    assert left == []
