@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+import conftest
 from conftest import REPO
 from stormsuite import boximage, boxvm, kernels
 
@@ -39,8 +40,18 @@ def loop(tmp_path_factory):
     image = boximage.build(quiet=True)
     costs["image"] = time.monotonic() - t0
     releases = [kernels.resolve(s).release for s in SERIES]
-    vm, costs["power-on to ssh"] = boxvm.start(image, releases[0])
     results = tmp_path_factory.mktemp("box-results")
+    # one of the two guest slots: the box is one more QEMU thread
+    with conftest._guest_slots:
+        res, costs = run_loop(image, releases, results, costs)
+    sys.stderr.write("box loop costs: " + ", ".join(
+        f"{k} {v:.0f} s" for k, v in costs.items()) + "\n"
+        + "".join(res.stderr.splitlines(keepends=True)[-1:]))
+    return res, results, releases
+
+
+def run_loop(image, releases, results, costs):
+    vm, costs["power-on to ssh"] = boxvm.start(image, releases[0])
     try:
         t1 = time.monotonic()
         res = subprocess.run(
@@ -54,10 +65,7 @@ def loop(tmp_path_factory):
         costs["matrix"] = time.monotonic() - t1
     finally:
         boxvm.stop(vm)
-    sys.stderr.write("box loop costs: " + ", ".join(
-        f"{k} {v:.0f} s" for k, v in costs.items()) + "\n"
-        + "".join(res.stderr.splitlines(keepends=True)[-1:]))
-    return res, results, releases
+    return res, costs
 
 
 def run_docs(results: pathlib.Path) -> list[dict]:

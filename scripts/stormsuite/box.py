@@ -43,7 +43,8 @@ from . import REPO, compare, dmesg, kernels, ktest, runfile, runs
 STORM = REPO / "scripts" / "storm"
 LOGS = REPO / "build" / "box" / "log"
 # what the box needs of the suite: storm run (POSIX sh) and the modules
-BOX_SCRIPTS = ("scripts/storm-run", "scripts/storm-run-trace.sh")
+BOX_SCRIPTS = ("scripts/storm-run", "scripts/storm-run-trace.sh",
+               "scripts/storm-run-checks.sh", "scripts/storm-capture.sh")
 STORMS = ("ipistorm", "tlbstorm", "slabstorm")
 # the options a box kernel gets on top of the box's own config
 FRAGMENT = REPO / "configs" / "box.config"
@@ -390,7 +391,7 @@ def measure(box: Box, sides: list[Kernel], labels: list[str],
     return sets, done
 
 
-def run_main(argv: list[str]) -> int:
+def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box run",
         description="Boot the box into KERNEL (ktest.pl) --boots times and "
@@ -401,6 +402,11 @@ def run_main(argv: list[str]) -> int:
                    help="6.1, 6.12, a built tree, or a release on the box")
     p.add_argument("storm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def run_main(argv: list[str]) -> int:
+    p = run_parser()
     args = p.parse_args(argv)
     design = check_design(p, args, 1)
     try:
@@ -417,7 +423,7 @@ def run_main(argv: list[str]) -> int:
     return 0
 
 
-def matrix_main(argv: list[str]) -> int:
+def matrix_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box matrix",
         description="Run the storm on the box under every --kernel, "
@@ -437,6 +443,11 @@ def matrix_main(argv: list[str]) -> int:
     compare.add_stat_options(p)
     p.add_argument("storm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def matrix_main(argv: list[str]) -> int:
+    p = matrix_parser()
     args = p.parse_args(argv)
     design = check_design(p, args, 2)
     compare.check_stat_options(p, args)
@@ -500,7 +511,7 @@ def checkout(tree: pathlib.Path, name: str, rev: str,
     return d
 
 
-def ab_main(argv: list[str]) -> int:
+def ab_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box ab",
         description="A patched kernel against its baseline on the box: "
@@ -526,6 +537,11 @@ def ab_main(argv: list[str]) -> int:
     compare.add_stat_options(p)
     p.add_argument("storm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def ab_main(argv: list[str]) -> int:
+    p = ab_parser()
     args = p.parse_args(argv)
     design = check_design(p, args, 2)
     compare.check_stat_options(p, args)
@@ -546,7 +562,7 @@ def ab_main(argv: list[str]) -> int:
     return measure_and_compare(box, sides, design, args, "storm box ab")
 
 
-def build_main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box build",
         description="Build a kernel for the box with ktest.pl and install "
@@ -569,6 +585,11 @@ def build_main(argv: list[str]) -> int:
                    "box's running kernel's)")
     p.add_argument("--dry-run", action="store_true",
                    help="write ktest.pl's config and print it; build nothing")
+    return p
+
+
+def build_main(argv: list[str]) -> int:
+    p = build_parser()
     args = p.parse_args(argv)
     try:
         box = Box.open(args.config, args.ktest)
@@ -680,7 +701,7 @@ def bisect_test(box: Box, kernel: Kernel, design: Design, good: str,
         v.decision, EXIT_SKIP)
 
 
-def bisect_test_main(argv: list[str]) -> int:
+def bisect_test_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box bisect-test",
         description="ktest.pl's TEST in a bisect on the box (TEST_TYPE = "
@@ -706,6 +727,11 @@ def bisect_test_main(argv: list[str]) -> int:
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS)
     p.add_argument("storm")
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    return p
+
+
+def bisect_test_main(argv: list[str]) -> int:
+    p = bisect_test_parser()
     args = p.parse_args(argv)
     try:
         cfg = ktest.read_config(args.config)
@@ -720,6 +746,27 @@ def bisect_test_main(argv: list[str]) -> int:
             OSError, subprocess.SubprocessError) as e:
         print(f"storm box bisect-test: {e}", file=sys.stderr)
         return EXIT_SKIP
+
+
+def parser(command: str) -> argparse.ArgumentParser:
+    """The parser of `storm box COMMAND` (ValueError: no such command)."""
+    parsers = {"run": run_parser, "matrix": matrix_parser, "ab": ab_parser,
+               "build": build_parser, "bisect-test": bisect_test_parser}
+    if command == "image":
+        from . import boximage
+        return boximage.parser()
+    if command == "vm":
+        from . import boxvm
+        return boxvm.parser()
+    if command == "":
+        p = argparse.ArgumentParser(
+            prog="storm box", description="A test box over ssh, driven "
+            "by ktest.pl (docs/box.md).")
+        p.add_argument("command", choices=[*parsers, "image", "vm"])
+        return p
+    if command not in parsers:
+        raise ValueError(f"storm box {command!r}: no such command")
+    return parsers[command]()
 
 
 def main(argv: list[str]) -> int:

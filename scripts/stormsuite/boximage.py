@@ -246,7 +246,7 @@ def build(releases: list[str] | None = None, mirror: str | None = None,
     return image
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box image",
         description="Build the test box's disk image (a Debian "
@@ -259,6 +259,11 @@ def main(argv: list[str]) -> int:
                    "repeat (default: the newest 6.1 and 6.12)")
     p.add_argument("--mirror", help="the Debian mirror (default: the one in "
                    f"{SOURCES})")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     try:
         image = build(args.kernel or None, args.mirror)

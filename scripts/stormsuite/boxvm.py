@@ -188,7 +188,7 @@ def stop(vm: VM = VM(), timeout: float = 20) -> bool:
     return True
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box vm",
         description="The test box without hardware: start boots the box "
@@ -202,6 +202,11 @@ def main(argv: list[str]) -> int:
                    "release in the image (default 6.1)")
     p.add_argument("--cpus", type=int, default=2, help="vCPUs (default 2)")
     p.add_argument("--memory", default="1G", help="memory (default 1G)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     vm = VM()
     try:

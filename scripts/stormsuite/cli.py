@@ -58,6 +58,8 @@ def parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
         module = importlib.import_module(f"stormsuite.{KERNEL[what][0]}")
         return module.parser(), words[2:]
     module = importlib.import_module(f"stormsuite.{SUBCOMMANDS[name][0]}")
+    if name == "box":
+        return module.parser(what), words[2:]
     if name == "lkp" and what == "install":
         return module.parser(what), words[2:]
     if name == "seed":
