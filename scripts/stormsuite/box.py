@@ -38,7 +38,7 @@ import tarfile
 import time
 from typing import Any, Sequence
 
-from . import REPO, compare, dmesg, kernels, ktest, runfile, runs
+from . import REPO, compare, dmesg, kernels, ktest, runfile, runs, verdict
 
 STORM = REPO / "scripts" / "storm"
 LOGS = REPO / "build" / "box" / "log"
@@ -474,9 +474,14 @@ def measure_and_compare(box: Box, sides: list[Kernel], design: Design,
         return 1
     measured = time.monotonic() - started
     try:
-        cmps = compare.compare([[s] for s in sets], args, args.out)
-        status = compare.exit_status(cmps, args.fail_above)
-    except (runs.RunError, compare.CompareError) as e:
+        results = compare.compare([[s] for s in sets],
+                                  compare.Settings.of(args))
+        compare.show(results, args.out,
+                     write=not getattr(args, "no_write", False),
+                     plot=not getattr(args, "no_plot", False))
+        status = compare.exit_status([r.comparison for r in results],
+                                     args.fail_above)
+    except (runs.RunError, verdict.CompareError) as e:
         print(f"{who}: {e}", file=sys.stderr)
         return 2
     reboot = sum(r.ktest_seconds for r in done) / len(done)
