@@ -126,6 +126,7 @@ static const char * const tlbstorm_flush_kind_name[] = {
 struct tlbstorm_flusher {
 	int cpu;
 	struct task_struct *task;
+	u64 begun;			/* flushes begun: see tlbstorm_worker_fn() */
 	u64 flushes;
 	u64 errors;
 	int last_error;
@@ -149,6 +150,7 @@ struct tlbstorm_worker {
 	 */
 	u64 oncpu_start_ns;
 	u64 oncpu_ns;
+	u64 flushes_held;		/* see struct tlbstorm_held */
 };
 
 static enum tlbstorm_mode storm_mode;
@@ -180,6 +182,71 @@ static void tlbstorm_worker_error(struct tlbstorm_worker *w, int err)
 }
 
 /*
+ * Flushes begun and done by all flushers, in that order: a flush counted
+ * done here was counted begun in any earlier call.
+ */
+static void tlbstorm_flush_counts(u64 *begun, u64 *done)
+{
+	u64 b = 0, d = 0;
+	int cpu;
+
+	for_each_cpu(cpu, flusher_mask)
+		b += READ_ONCE(per_cpu_ptr(flushers, cpu)->begun);
+	/* pairs with the flusher's smp_wmb() between its flush and done */
+	smp_rmb();
+	for_each_cpu(cpu, flusher_mask)
+		d += READ_ONCE(per_cpu_ptr(flushers, cpu)->flushes);
+	*begun = b;
+	*done = d;
+}
+
+/* Context switches of current so far: unchanged, it held its CPU. */
+static unsigned long tlbstorm_switches(void)
+{
+	return READ_ONCE(current->nvcsw) + READ_ONCE(current->nivcsw);
+}
+
+/*
+ * A stretch of a worker's life on its CPU with no switch: flushes begun
+ * after its first look and done by its last one ran while the CPU ran
+ * the mm, not lazily, and each of them had to interrupt it.
+ */
+struct tlbstorm_held {
+	bool on;			/* in a stretch */
+	unsigned long switches;		/* at its start */
+	u64 begun;			/* flushes begun at its first look */
+	u64 done;			/* flushes done at its last look */
+};
+
+static void tlbstorm_held_end(struct tlbstorm_worker *w,
+			      struct tlbstorm_held *h)
+{
+	if (h->on && h->done > h->begun)
+		w->flushes_held += h->done - h->begun;
+	h->on = false;
+}
+
+static void tlbstorm_worker_look(struct tlbstorm_worker *w,
+				 struct tlbstorm_held *h)
+{
+	unsigned long before = tlbstorm_switches(), after;
+	u64 begun, done;
+
+	tlbstorm_flush_counts(&begun, &done);
+	after = tlbstorm_switches();
+	if (h->on && before == h->switches && after == h->switches) {
+		h->done = done;
+		return;
+	}
+	/* switched since the last look: a new stretch, if this look is in it */
+	tlbstorm_held_end(w, h);
+	h->on = before == after;
+	h->switches = after;
+	h->begun = begun;
+	h->done = done;
+}
+
+/*
  * A worker maps a page of its own in the mm, then reads and writes it
  * until kthread_stop(): while it runs, its CPU runs the mm (not lazily),
  * so every unmap in the mm has to shoot down its TLB. Its page goes
@@ -193,6 +260,7 @@ static void tlbstorm_worker_error(struct tlbstorm_worker *w, int err)
 static int tlbstorm_worker_fn(void *arg)
 {
 	struct tlbstorm_worker *w = arg;
+	struct tlbstorm_held held = { };
 	u32 __user *p;
 	u32 v = 0;
 	int ret;
@@ -221,8 +289,10 @@ static int tlbstorm_worker_fn(void *arg)
 			storm_ctl_stop(&ctl, false);
 			break;
 		}
+		tlbstorm_worker_look(w, &held);
 		cond_resched_tasks_rcu_qs();
 	}
+	tlbstorm_held_end(w, &held);
 	ret = vm_munmap(w->addr, PAGE_SIZE);
 	if (ret)
 		tlbstorm_worker_error(w, ret);
@@ -304,6 +374,9 @@ static int tlbstorm_flusher_fn(void *arg)
 			storm_ctl_moved(&ctl);
 			break;
 		}
+		WRITE_ONCE(f->begun, f->begun + 1);
+		/* a worker that missed the count above is in the mask */
+		smp_mb();
 		if (storm_mode == TLBSTORM_USER)
 			ret = tlbstorm_flush_user(f);
 		else
@@ -314,7 +387,9 @@ static int tlbstorm_flusher_fn(void *arg)
 			f->last_error = ret;
 			break;
 		}
-		f->flushes++;
+		/* a worker that sees it done saw it begun: flush_counts() */
+		smp_wmb();
+		WRITE_ONCE(f->flushes, f->flushes + 1);
 		if (delay)
 			usleep_range(delay, delay + 1);
 		else
@@ -565,6 +640,8 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 				   w->errors);
 			seq_printf(m, "worker.%d.oncpu_ns: %llu\n", cpu,
 				   w->oncpu_ns);
+			seq_printf(m, "worker.%d.flushes_held: %llu\n", cpu,
+				   w->flushes_held);
 		}
 		/* oncpu_ns is up to date at ticks and switches only */
 		seq_printf(m, "worker.oncpu_resolution_ns: %lu\n",

@@ -46,7 +46,8 @@ storm_case tlb_user_n300 tlbstorm numflush=300 targets=1-2 timeout=300
 storm_case tlb_targets tlbstorm numflush=200 cpulist=0 targets=1 timeout=300
 
 # A busy task shares worker CPU 1: while it runs there, CPU 1 is out of
-# the mm and a flush may skip it. The worker's oncpu_ns says for how long.
+# the mm and a flush may skip it. The worker's oncpu_ns says for how long,
+# its flushes_held how many flushes it surely got.
 taskset -c 1 sh -c 'while :; do :; done' &
 busy=$!
 storm_case tlb_contended tlbstorm numflush=200 targets=1-2 timeout=300
