@@ -44,6 +44,7 @@ void storm_ctl_init(struct storm_ctl *ctl, int nr_workers)
 	atomic_set(&ctl->ending, nr_workers);
 	atomic64_set(&ctl->last_end_ns, 0);
 	init_completion(&ctl->all_ready);
+	init_waitqueue_head(&ctl->all_done);
 	ctl->nr_workers = nr_workers;
 }
 
@@ -96,9 +97,12 @@ void storm_worker_done(struct storm_ctl *ctl)
 		ctl->window_end_ns = ktime_get_ns();
 		ctl->irqs_taken = true;
 	}
-	/* orders the end time before the count, see storm_ctl_wait_done() */
-	smp_mb__before_atomic();
-	atomic_dec(&ctl->running);
+	/*
+	 * A full barrier: the end time and the closing counts before the
+	 * count, see storm_ctl_wait_done(); the wakeup after both.
+	 */
+	if (atomic_dec_and_test(&ctl->running))
+		wake_up(&ctl->all_done);
 }
 
 /* TASK_IDLE, as the torture tests wait: no load, no hung-task report. */
@@ -144,27 +148,38 @@ void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
 }
 
 /*
- * Wait for the end of the run, one tick at a time (see storm.h). A fatal
- * signal to the waiting task (Ctrl-C on insmod) stops the workers early;
- * the run is then marked interrupted and this still waits for every
- * worker, which stops within one call.
+ * Wait for the end of the run: woken by the last worker, by a fatal
+ * signal, or after a second (see storm.h). TASK_KILLABLE | TASK_NOLOAD:
+ * a fatal signal (Ctrl-C on insmod) wakes it, and a long storm adds
+ * nothing to the load average. The signal stops the workers early; the
+ * run is then marked interrupted and this still waits for every worker,
+ * which stops within one call.
  */
 void storm_ctl_wait_done(struct storm_ctl *ctl)
 {
 	unsigned long advance = jiffies + HZ;
+	DEFINE_WAIT(wait);
 
-	while (atomic_read_acquire(&ctl->running)) {
+	for (;;) {
+		prepare_to_wait(&ctl->all_done, &wait,
+				TASK_KILLABLE | TASK_NOLOAD);
+		if (!atomic_read_acquire(&ctl->running))
+			break;
 		if (fatal_signal_pending(current) && !READ_ONCE(ctl->stop)) {
 			pr_info("fatal signal: stopping the storm early\n");
 			storm_ctl_stop(ctl, true);
 		}
 		/* 32-bit counters: take in each CPU's counts every second */
-		if (ctl->irqs_acc && time_after_eq(jiffies, advance)) {
-			storm_irqs_advance(ctl->irqs_acc, ctl->irqs_acc);
+		if (time_after_eq(jiffies, advance)) {
+			if (ctl->irqs_acc)
+				storm_irqs_advance(ctl->irqs_acc,
+						   ctl->irqs_acc);
 			advance = jiffies + HZ;
 		}
-		schedule_timeout_idle(1);
+		/* with the signal pending this returns at once: workers stop */
+		schedule_timeout(max_t(long, advance - jiffies, 1));
 	}
+	finish_wait(&ctl->all_done, &wait);
 	/*
 	 * A hotplug callback that saw the storm still running has finished
 	 * with the status once the hotplug lock is ours: the status is final.

@@ -28,6 +28,7 @@
 #include <linux/jiffies.h>
 #include <linux/seq_file.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 
 #include "storm_mark.h"
 #include "storm_pmu.h"
@@ -78,10 +79,13 @@ static __always_inline void storm_mark(const unsigned int id)
  * storm_ctl_go(). Workers poll storm_should_stop() in their loop: it reads
  * one read-mostly cache line and jiffies, nothing else.
  *
- * Neither the release nor the end of the run wakes a task on another CPU:
- * the workers spin at the barrier and the controller polls for the end
- * from its own timer tick. A wakeup there would send an IPI inside the
- * window whose interrupt counts the storm reports.
+ * The release wakes no task: the workers spin at the barrier. The last
+ * worker to end wakes the controller only after it has taken the
+ * window's closing counts, so that the wakeup's IPI falls outside the
+ * window. Till then the controller sleeps, waking once a second (to take
+ * in the running counts) or for a fatal signal: the storm's CPUs may be
+ * the controller's, and a controller that woke every tick there would
+ * add its own instructions and interrupts to theirs.
  */
 struct storm_irqs;
 
@@ -95,6 +99,7 @@ struct storm_ctl {
 	atomic_t ready ____cacheline_aligned_in_smp;
 	atomic_t running;
 	struct completion all_ready;
+	wait_queue_head_t all_done;	/* the controller, till running is 0 */
 	int nr_workers;
 	bool deadline_hit;		/* a fixed-count run ran out of time */
 	bool interrupted;		/* stopped by a signal or by rmmod */

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import typing
 import warnings
 
 import pytest
@@ -356,9 +357,13 @@ def pytest_collection_finish(session):
         return
     needed: set[tuple[str, str, str, int]] = set()
     aa = False
+    jobs: dict[str, typing.Callable[[], object]] = {}
     for item in session.items:
         needed |= boots_needed(item)
         aa = aa or "aa" in item.fixturenames
+        job = getattr(item.module, "GUEST_JOB", None)
+        if job is not None:
+            jobs.setdefault(item.module.__name__, job)
     _planned.update(needed)
     # The A/A matrix (four short boots in a row) goes between the full
     # boots and the short idle=poll ones, so that the two pool workers
@@ -369,6 +374,8 @@ def pytest_collection_finish(session):
     for key in order:
         if key[2] == "full":
             start_boot(*key)
+    for job in jobs.values():
+        start_job(job)
     if aa:
         start_aa()
     for key in order:
@@ -378,6 +385,19 @@ def pytest_collection_finish(session):
 
 def pytest_sessionfinish(session):
     _pool.shutdown(wait=False, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------
+# A test module's own guest work (its GUEST_JOB: a function of no
+# arguments that takes a guest slot while QEMU runs): started in the boot
+# pool at collection, after the full boots, so that it runs beside the
+# other boots instead of after them; its fixture waits for the result.
+
+def start_job(job: typing.Callable[[], object]) -> concurrent.futures.Future:
+    key = ("job", job.__module__, job.__qualname__, 0)
+    if key not in _runs:
+        _runs[key] = _pool.submit(job)
+    return _runs[key]
 
 
 # ---------------------------------------------------------------------

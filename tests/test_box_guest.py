@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -32,18 +33,29 @@ PARAMS = ["numipi=2000", "single=1", "wait=1", "cpulist=0", "offset=1"]
 SERIES = ("6.1", "6.12")
 
 
-@pytest.fixture(scope="module")
-def loop(tmp_path_factory):
-    """The whole loop, once: image, VM, the matrix; what each cost."""
+def loop_job():
+    """The whole loop, once: image, VM, the matrix; what each cost.
+    Started at collection (conftest.GUEST_JOB)."""
     costs = {}
     t0 = time.monotonic()
     image = boximage.build(quiet=True)
     costs["image"] = time.monotonic() - t0
     releases = [kernels.resolve(s).release for s in SERIES]
-    results = tmp_path_factory.mktemp("box-results")
+    results = REPO / "build" / "test" / "box-results"
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
     # one of the two guest slots: the box is one more QEMU thread
     with conftest._guest_slots:
         res, costs = run_loop(image, releases, results, costs)
+    return res, results, releases, costs
+
+
+GUEST_JOB = loop_job
+
+
+@pytest.fixture(scope="module")
+def loop():
+    res, results, releases, costs = conftest.start_job(loop_job).result()
     sys.stderr.write("box loop costs: " + ", ".join(
         f"{k} {v:.0f} s" for k, v in costs.items()) + "\n"
         + "".join(res.stderr.splitlines(keepends=True)[-1:]))

@@ -37,8 +37,8 @@ ipistorm:
 """
 
 
-@pytest.fixture(scope="module")
-def lkp_run() -> tuple[pathlib.Path, subprocess.CompletedProcess]:
+def lkp_job() -> tuple[pathlib.Path, subprocess.CompletedProcess]:
+    """The guest's work, started at collection (conftest.GUEST_JOB)."""
     tarball = lkp_tarball()
     out = REPO / "build" / "test" / "lkp"
     shutil.rmtree(out, ignore_errors=True)
@@ -56,6 +56,14 @@ def lkp_run() -> tuple[pathlib.Path, subprocess.CompletedProcess]:
                               capture_output=True, timeout=1500)
     (out / "vm.log").write_text(proc.stdout + proc.stderr)
     return out, proc
+
+
+GUEST_JOB = lkp_job
+
+
+@pytest.fixture(scope="module")
+def lkp_run() -> tuple[pathlib.Path, subprocess.CompletedProcess]:
+    return conftest.start_job(lkp_job).result()
 
 
 def result_roots(out: pathlib.Path) -> list[pathlib.Path]:
