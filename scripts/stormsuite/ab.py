@@ -45,13 +45,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="examples: storm ab --tree ~/linux --base v6.1 --patch "
         "fix.patch --runs 5 ipistorm single=1 wait=1 numipi=2000;  storm ab "
         "--tree ~/linux --base HEAD~1 --patched HEAD ipistorm ...")
-    p.add_argument("--tree", type=pathlib.Path, required=True,
-                   help="a kernel git tree")
-    p.add_argument("--base", required=True, help="the baseline revision")
-    side = p.add_mutually_exclusive_group(required=True)
-    side.add_argument("--patched", help="the patched revision")
-    side.add_argument("--patch", type=pathlib.Path,
-                      help="a patch file applied on top of --base")
+    options.add_revision_options(p)
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="config fragment for both builds (repeatable)")
@@ -62,8 +56,7 @@ def parser() -> argparse.ArgumentParser:
                    "kernel's series directory)")
     options.add_guest_options(p, "kernel")
     compare.add_stat_options(p)
-    p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
-    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    options.add_storm_arguments(p)
     return p
 
 
@@ -72,8 +65,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     options.check_guest_options(p, args, one_boot=True)
     compare.check_stat_options(p, args)
-    if args.patch and not args.patch.is_file():
-        p.error(f"{args.patch}: no such patch file")
+    options.check_revision_options(p, args)
     tree = args.tree.resolve()
     try:
         base = git(tree, "rev-parse", "--verify", f"{args.base}^{{commit}}")

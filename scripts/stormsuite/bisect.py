@@ -538,8 +538,7 @@ def parser() -> argparse.ArgumentParser:
                    help="config fragment for every build (repeatable)")
     p.add_argument("--measurer", default=DEFAULT_MEASURER,
                    help=argparse.SUPPRESS)
-    p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
-    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    options.add_storm_arguments(p)
     return p
 
 

@@ -38,7 +38,8 @@ import tarfile
 import time
 from typing import Any, Sequence
 
-from . import REPO, compare, dmesg, kernels, ktest, runfile, runs, verdict
+from . import (REPO, compare, dmesg, kernels, ktest, options, runfile, runs,
+               verdict)
 
 STORM = REPO / "scripts" / "storm"
 LOGS = REPO / "build" / "box" / "log"
@@ -400,8 +401,7 @@ def run_parser() -> argparse.ArgumentParser:
     add_design_options(p, boots=1)
     p.add_argument("--kernel", required=True,
                    help="6.1, 6.12, a built tree, or a release on the box")
-    p.add_argument("storm")
-    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    options.add_storm_arguments(p)
     return p
 
 
@@ -441,8 +441,7 @@ def matrix_parser() -> argparse.ArgumentParser:
                    help="write the comparison here (default: the second "
                    "kernel's series directory)")
     compare.add_stat_options(p)
-    p.add_argument("storm")
-    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    options.add_storm_arguments(p)
     return p
 
 
@@ -527,21 +526,14 @@ def ab_parser() -> argparse.ArgumentParser:
         "--base v6.1 --patch fix.patch ipistorm numipi=100000 single=1 "
         "offset=8 cpulist=8 wait=1")
     add_design_options(p, boots=3)
-    p.add_argument("--tree", type=pathlib.Path, required=True,
-                   help="a kernel git tree")
-    p.add_argument("--base", required=True, help="the baseline revision")
-    side = p.add_mutually_exclusive_group(required=True)
-    side.add_argument("--patched", help="the patched revision")
-    side.add_argument("--patch", type=pathlib.Path,
-                      help="a patch file applied on top of --base")
+    options.add_revision_options(p)
     p.add_argument("--kconfig", type=pathlib.Path,
                    help="the configuration both start from (default: the "
                    "box's running kernel's)")
     p.add_argument("--out", type=pathlib.Path,
                    help="write the comparison here")
     compare.add_stat_options(p)
-    p.add_argument("storm")
-    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    options.add_storm_arguments(p)
     return p
 
 
@@ -550,8 +542,7 @@ def ab_main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     design = check_design(p, args, 2)
     compare.check_stat_options(p, args)
-    if args.patch and not args.patch.is_file():
-        p.error(f"{args.patch}: no such patch file")
+    options.check_revision_options(p, args)
     try:
         box = Box.open(args.config, args.ktest)
         sides = []
@@ -730,8 +721,7 @@ def bisect_test_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS)
-    p.add_argument("storm")
-    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    options.add_storm_arguments(p)
     return p
 
 

@@ -221,8 +221,7 @@ def parser() -> argparse.ArgumentParser:
                    help="write the comparison here (default: the first "
                    "candidate's series directory)")
     compare.add_stat_options(p)
-    p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
-    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+    options.add_storm_arguments(p)
     return p
 
 

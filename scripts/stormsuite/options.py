@@ -90,3 +90,27 @@ def counted(args: argparse.Namespace) -> bool:
     """Instructions will be counted: the plugin, in a TCG guest."""
     return bool(getattr(args, "insn", False)) and \
         getattr(args, "accel", None) in (None, "tcg")
+
+
+def add_storm_arguments(p: argparse.ArgumentParser) -> None:
+    """The storm and its module parameters, last on every command line."""
+    p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
+    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
+
+
+def add_revision_options(p: argparse.ArgumentParser) -> None:
+    """The two sides of an A/B of kernel sources: a baseline revision of
+    a tree and a patched one, or the baseline and a patch on top."""
+    p.add_argument("--tree", type=pathlib.Path, required=True,
+                   help="a kernel git tree")
+    p.add_argument("--base", required=True, help="the baseline revision")
+    side = p.add_mutually_exclusive_group(required=True)
+    side.add_argument("--patched", help="the patched revision")
+    side.add_argument("--patch", type=pathlib.Path,
+                      help="a patch file applied on top of --base")
+
+
+def check_revision_options(p: argparse.ArgumentParser,
+                           args: argparse.Namespace) -> None:
+    if args.patch and not args.patch.is_file():
+        p.error(f"{args.patch}: no such patch file")
