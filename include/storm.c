@@ -11,6 +11,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpu.h>
+#include <linux/rcupdate.h>
 #include <linux/cpuhotplug.h>
 #include <linux/debugfs.h>
 #include <linux/kthread.h>
@@ -105,10 +106,16 @@ void storm_worker_done(struct storm_ctl *ctl)
 		wake_up(&ctl->all_done);
 }
 
-/* TASK_IDLE, as the torture tests wait: no load, no hung-task report. */
+/*
+ * TASK_IDLE, as the torture tests wait: no load, no hung-task report.
+ * Then the RCU callbacks queued so far run, before the storm rather than
+ * in its window, on whichever of its CPUs queued them (the shell and
+ * insmod that started it among the queuers).
+ */
 void storm_ctl_wait_ready(struct storm_ctl *ctl)
 {
 	wait_for_completion_state(&ctl->all_ready, TASK_IDLE);
+	rcu_barrier();
 }
 
 /*

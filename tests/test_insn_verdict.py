@@ -15,12 +15,15 @@ from stormsuite import metrics, runs, verdict
 CALLS = 20000
 HZ = 250
 TICK_INSNS = 3000.0     # instructions a tick costs on a busy CPU
-RUN_SD, BOOT_SD = 2e-3, 1e-3
+# Run-to-run SD after the ticks, by CPU (6.1, 10 runs a set in one
+# boot, tests/guest/check-insn.sh: sender 0.15-0.38%, median 0.18%;
+# target 0.04-0.08%)
+SENDER_SD, TARGET_SD, BOOT_SD = 2e-3, 1e-3, 1e-3
 SENDER, TARGET = 200.0, 1090.0      # instructions a call, without ticks
-# The target's runs fall into two levels about 0.6% apart, about half in
-# each, in every boot (6.1, 20000 calls a run: 1085-1086 and 1090-1094):
-# something else that runs on the target in some windows and not others.
-TARGET_CLUSTER = 6e-3
+# Something else runs on the target in some windows: a kworker or
+# kcompactd wakes there (traced: 5 windows of 14, each of them 0.05-0.1%
+# above the rest). Modelled as a share of the runs that get up to 0.4%.
+OTHER_WORK_SHARE, OTHER_WORK = 0.3, 4e-3
 
 
 def run_doc(rng, level: float, slow: float, offset: float, label: str,
@@ -38,11 +41,12 @@ def run_doc(rng, level: float, slow: float, offset: float, label: str,
         "irq.0.LOC": ticks, "irq.1.LOC": ticks,
     }
     cpu = {str(c): round(CALLS * base * level * offset
-                         * (1 + rng.normal(0, RUN_SD) + cluster)
+                         * (1 + rng.normal(0, sd) + other)
                          + ticks * TICK_INSNS)
-           for c, base, cluster in (
-               (0, SENDER, 0.0),
-               (1, TARGET, TARGET_CLUSTER * (rng.random() < 0.5)))}
+           for c, base, sd, other in (
+               (0, SENDER, SENDER_SD, 0.0),
+               (1, TARGET, TARGET_SD, OTHER_WORK * rng.random()
+                * (rng.random() < OTHER_WORK_SHARE)))}
     cpu.update({"2": ticks * 500, "3": ticks * 500})
     return {"schema": runs.SCHEMA, "kind": "storm-run", "storm": "ipistorm",
             "label": label, "params": {}, "result": result,
@@ -133,15 +137,15 @@ def power(rng, level: float, sides, trials: int = 100) -> dict[str, float]:
 
 @pytest.mark.parametrize("boots,nruns", DESIGNS)
 def test_smallest_changes_called(boots, nruns):
-    """Across boots: +1% is called 90% of the time or more on the sender;
-    on the target, whose runs fall into two levels, +2%."""
+    """Across boots: +1% is called 90% of the time or more on the sender
+    and on the target."""
     rng = np.random.default_rng(7)
 
     def sides(rng, level):
         return [side(rng, 1, "A", boots, nruns),
                 side(rng, level, "B", boots, nruns)]
     assert power(rng, 1.01, sides)["ipistorm.insn_per_call.sender"] >= 0.9
-    assert power(rng, 1.02, sides)["ipistorm.insn_per_call.target"] >= 0.9
+    assert power(rng, 1.01, sides)["ipistorm.insn_per_call.target"] >= 0.9
 
 
 def test_one_boot_a_side_tests_runs_with_the_boots_spread():
@@ -198,17 +202,17 @@ def one_boot(rng, levels, nruns=10):
             for lab in labels]
 
 
-def test_one_boot_calls_half_a_percent_on_the_sender():
+def test_one_boot_calls_half_a_percent():
     """Sets from the same boot carry no boot-to-boot spread between them:
     at 10 runs a set +0.5% is called 90% of the time or more on the
-    sender, +1% on the target; and the verdict says the comparison holds
+    sender and on the target; and the verdict says the comparison holds
     for that boot."""
     rng = np.random.default_rng(10)
 
     def sides(rng, level):
         return one_boot(rng, (1, level))
     assert power(rng, 1.005, sides)["ipistorm.insn_per_call.sender"] >= 0.9
-    assert power(rng, 1.01, sides)["ipistorm.insn_per_call.target"] >= 0.9
+    assert power(rng, 1.005, sides)["ipistorm.insn_per_call.target"] >= 0.9
     cmp = verdict.build(one_boot(rng, (1, 1.01)))
     assert any(w.startswith("measured in the baseline's boot: S1;")
                for w in cmp.warnings), cmp.warnings
