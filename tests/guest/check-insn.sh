@@ -37,8 +37,8 @@ tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$d/loop-refused"
 # interleaved, two at a time, so that what drifts during the boot falls
 # on all three.
 # Three rounds (6 runs a set) call the 0.55% (the first 6 runs of the
-# figures: p=4.5e-13 on 6.1, 3.9e-12 on 6.12); the
-# figures in docs/insn.md are from INSN_ROUNDS=5.
+# figures in docs/insn.md, which are from INSN_ROUNDS=5: p=4.5e-13 on
+# 6.1, 3.9e-12 on 6.12).
 warmup=1
 for round in $(seq 1 "${INSN_ROUNDS:-3}"); do
 	for set in a0 b0 c3; do
