@@ -46,6 +46,24 @@ unload() {
 	fi
 }
 
+# case_open NAME: its directory in $dir, the hook, a mark in the log
+case_open() {
+	dir=$(case_dir "$1")
+	hook before "$dir"
+	mark=$(dmesg_mark)
+}
+
+# case_close MODULE: its result (if any), the unload, the log since the
+# mark, the hook
+case_close() {
+	if [ -r "/sys/kernel/debug/$1/result" ]; then
+		save_result "$1" "$dir"
+	fi
+	unload "$1" "$dir"
+	dmesg_since "$mark" >"$dir/dmesg"
+	hook after "$dir"
+}
+
 seconds_since() {
 	echo $(($(date +%s) - $1))
 }
@@ -69,21 +87,14 @@ storm_threads() {
 storm_case() {
 	name=$1 module=$2
 	shift 2
-	dir=$(case_dir "$name")
+	case_open "$name"
 	printf '%s\n' "$*" >"$dir/params"
-	hook before "$dir"
 	udev_settle >"$dir/udev_settle"
-	mark=$(dmesg_mark)
 	cat /proc/interrupts >"$dir/interrupts.before"
 	insmod "$KO/$module.ko" "$@" 2>"$dir/stderr"
 	echo $? >"$dir/rc"
 	cat /proc/interrupts >"$dir/interrupts.after"
-	if [ -r "/sys/kernel/debug/$module/result" ]; then
-		save_result "$module" "$dir"
-	fi
-	unload "$module" "$dir"
-	dmesg_since "$mark" >"$dir/dmesg"
-	hook after "$dir"
+	case_close "$module"
 	echo "case $name: insmod rc=$(cat "$dir/rc")"
 }
 
@@ -92,9 +103,7 @@ storm_case() {
 storm_signal_case() {
 	name=$1 module=$2
 	shift 2
-	dir=$(case_dir "$name")
-	hook before "$dir"
-	mark=$(dmesg_mark)
+	case_open "$name"
 	insmod "$KO/$module.ko" "$@" 2>"$dir/stderr" &
 	pid=$!
 	sleep 3
@@ -105,10 +114,7 @@ storm_signal_case() {
 	wait "$pid"
 	echo $? >"$dir/rc"
 	seconds_since "$start" >"$dir/stop_seconds"
-	save_result "$module" "$dir"
-	unload "$module" "$dir"
-	dmesg_since "$mark" >"$dir/dmesg"
-	hook after "$dir"
+	case_close "$module"
 	echo "case $name: stopped in $(cat "$dir/stop_seconds") s"
 }
 
@@ -117,9 +123,7 @@ storm_signal_case() {
 storm_rmmod_during_case() {
 	name=$1 module=$2
 	shift 2
-	dir=$(case_dir "$name")
-	hook before "$dir"
-	mark=$(dmesg_mark)
+	case_open "$name"
 	insmod "$KO/$module.ko" "$@" 2>"$dir/stderr" &
 	pid=$!
 	sleep 2
@@ -127,10 +131,7 @@ storm_rmmod_during_case() {
 	echo $? >"$dir/early_rmmod_rc"
 	wait "$pid"
 	echo $? >"$dir/rc"
-	save_result "$module" "$dir"
-	unload "$module" "$dir"
-	dmesg_since "$mark" >"$dir/dmesg"
-	hook after "$dir"
+	case_close "$module"
 	echo "case $name: early rmmod rc=$(cat "$dir/early_rmmod_rc")"
 }
 
@@ -139,9 +140,7 @@ storm_rmmod_during_case() {
 storm_background_case() {
 	name=$1 module=$2
 	shift 2
-	dir=$(case_dir "$name")
-	hook before "$dir"
-	mark=$(dmesg_mark)
+	case_open "$name"
 	insmod "$KO/$module.ko" background=1 "$@" 2>"$dir/stderr"
 	echo $? >"$dir/rc"
 	sleep 2
