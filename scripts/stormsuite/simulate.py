@@ -146,12 +146,21 @@ def real_boots(name: str = DEFAULT_DATA, level: str | None = None
     "good" or "bad" of the e2e bisect tree), each a list of run
     documents with their metrics made once ("_metrics"). A boot's first
     run when the boot had no warm-up run is left out: the designs
-    resampled warm up first."""
+    resampled warm up first.
+
+    Each group is a session (a matrix, a bench run) on a host in some
+    state; sessions of one kernel sat up to 11% apart (slabstorm's two),
+    while a comparison's sides are measured in one session, interleaved.
+    So each group's times are set to the level of its kind (the median
+    over all its kind's boots of their fastest run): what stays is the
+    spread of boots and runs within a session, and levels apart (good
+    and bad) stay apart."""
     doc = _load(data_path(name))
-    out = []
+    by_level: dict[str, list[list[Boot]]] = {}
     for g in doc["groups"]:
         if level is not None and g["level"] != level:
             continue
+        boots = []
         for b in g["boots"]:
             docs = []
             for r in b["runs"]:
@@ -161,8 +170,21 @@ def real_boots(name: str = DEFAULT_DATA, level: str | None = None
                          f"{r['run'].get('index')}")
                 d["_metrics"] = metrics.of_run(d)
                 docs.append(d)
-            out.append(docs)
+            boots.append(docs)
+        by_level.setdefault(g["level"], []).append(boots)
+    out = []
+    for groups in by_level.values():
+        ref = _level([b for g in groups for b in g])
+        for g in groups:
+            factor = ref / _level(g)
+            out += [[dict(d, _metrics=scaled(d["_metrics"], factor))
+                     for d in b] for b in g]
     return out
+
+
+def _level(boots: list[Boot]) -> float:
+    """The median over boots of their fastest run's primary time."""
+    return float(np.median([min(b) for b in real_boot_numbers(boots, 1)]))
 
 
 def levels(name: str = DEFAULT_DATA) -> list[str]:
