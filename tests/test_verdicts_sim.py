@@ -8,8 +8,8 @@ bad commits are 16-18% slower), slow runs and the two clusters of call
 times included. Then on the lognormal model (per-run CV 10%, per-boot
 drift 6%) as a second check.
 
-The designs are the ones docs/drivers.md recommends: 8+8 boots x 5 runs
-for a 5% change in time per call. Rates are asserted with a one-sided
+The designs are the ones docs/drivers.md recommends: 9+9 boots x 5 runs
+for a 5% change in ipistorm's time per call (options.BOOTS_TIMED). Rates are asserted with a one-sided
 binomial test at the 1% level against the bound, so that a test fails
 only when the data say the bound does not hold; the seeds are fixed.
 The trial counts are the fewest that still let a bound fail when it
@@ -28,10 +28,11 @@ import numpy as np
 import pytest
 from scipy import stats as sst
 
-from stormsuite import simulate, stats, verdict
+from stormsuite import options, simulate, stats, verdict
 
 NOISE = simulate.Noise(run_cv=0.10, boot_cv=0.06)
 AA = simulate.real_boots("ipistorm-6.1-aa")
+BOOTS = options.boots_timed("ipistorm")     # a side, time primary
 GOOD = simulate.real_boots("ipistorm-6.1-e2e", "good")
 BAD = simulate.real_boots("ipistorm-6.1-e2e", "bad")
 
@@ -64,11 +65,11 @@ def test_real_aa_false_alarms_at_most_5_percent():
     # 400 comparisons: against the 5% bound at the 1% level the test
     # fails from 32 marked, so a verdict that marks 10% of A/A
     # comparisons (twice the bound) fails it 92 times in 100 (300
-    # comparisons: 86); the verdict marks about 3%
+    # comparisons: 86); the verdict marks about 4%
     trials = 400
-    marked, called = simulate.resample(rng, AA, 0.0, trials, 8, 5)
-    print(f"A/A, real 6.1 boots, {trials} comparisons of 8+8 boots x 5 "
-          f"runs: {100 * marked:.1f}% marked anything, {100 * called:.1f}% "
+    marked, called = simulate.resample(rng, AA, 0.0, trials, BOOTS, 5)
+    print(f"A/A, real 6.1 boots, {trials} comparisons of {BOOTS}+{BOOTS} "
+          f"boots x 5 runs: {100 * marked:.1f}% marked anything, {100 * called:.1f}% "
           "called the time")
     assert at_most(marked, trials, 0.05)
 
@@ -76,8 +77,9 @@ def test_real_aa_false_alarms_at_most_5_percent():
 def test_real_5_percent_is_called_90_percent_of_the_time():
     rng = np.random.default_rng(5)
     trials = 300
-    _, called = simulate.resample(rng, AA, 0.05, trials, 8, 5)
-    print(f"power, real 6.1 boots, 8+8 boots x 5 runs: a 5% change called "
+    _, called = simulate.resample(rng, AA, 0.05, trials, BOOTS, 5)
+    print(f"power, real 6.1 boots, {BOOTS}+{BOOTS} boots x 5 runs: a 5% "
+          "change called "
           f"in {100 * called:.1f}% of {trials}")
     assert at_least(called, trials, 0.90)
 
