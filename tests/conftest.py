@@ -343,13 +343,10 @@ STRAY_CAL = 10
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """Every test in a *_guest.py file boots guests: mark it `guest`, so
-    `storm test -m 'not guest'` runs the unit tests alone. The guest
-    files go last: the unit tests run while the boots they wait for
-    start, not after them."""
+    `storm test -m 'not guest'` runs the unit tests alone."""
     for item in items:
         if item.fspath.basename.endswith("_guest.py"):
             item.add_marker(pytest.mark.guest)
-    items.sort(key=lambda item: item.fspath.basename.endswith("_guest.py"))
 
 
 def pytest_collection_finish(session):
