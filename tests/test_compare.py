@@ -246,6 +246,32 @@ def test_tiny_counts_are_marked_not_changed():
     assert not rows["ipistorm.irq.CPU1.CAL"].changes[1].significant
 
 
+def test_per_call_counts_one_apart_are_a_change(tmp_path):
+    """IPIs per call of exactly 1 against exactly 0 (idle=poll) are
+    integers 1 apart, but a ratio: the whole of a change, not lkp's
+    off-by-one of a raw count."""
+    def ipis(per_call: int):
+        def fn(doc):
+            res = doc["result"]
+            for k in [k for k in res if k.startswith("irq.")
+                      and k.endswith(".CAL")]:
+                res[k] = 0
+            res["irq.1.CAL"] = per_call * res["sender.0.calls"]
+        return fn
+    sides = []
+    for label, per_call in (("one", 1), ("zero", 0)):
+        d = copy_series("base", tmp_path / label)
+        edit_runs(d, ipis(per_call))
+        s = runs.load_series(d)
+        for i, r in enumerate(s.runs):
+            r["env"]["boot_id"] = f"{label}-{i}"
+        sides.append(s)
+    cmp = verdict.build(sides)
+    row = {r.metric.name: r for r in cmp.rows}["ipistorm.ipis_per_call"]
+    assert [m.mean for m in row.summaries] == [1.0, 0.0]
+    assert row.changes[1].why_not != "1 apart", row.changes[1]
+
+
 def test_counts_one_apart_are_equal(tmp_path):
     """lkp-tests' changed_stat: integer counts whose ranges lie exactly 1
     apart are not a change."""

@@ -318,7 +318,9 @@ def _not_a_change(m: metrics.Metric, est: stats.Estimate,
     if m.kind == "count":
         if not m.primary and max(abs(means[0]), abs(means[1])) < floor:
             return f"below {floor:g} counts"
-        if _one_apart(*values):
+        # lkp's rule is for raw event counts: IPIs per call of 1 and 0
+        # are integers 1 apart, and all of a change (seed 004)
+        if "_per_" not in m.name and _one_apart(*values):
             return "1 apart"
     if math.isnan(est.pct):
         return "no baseline"
