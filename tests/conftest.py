@@ -434,7 +434,4 @@ def _aa_now() -> MatrixRun:
 
 
 def start_aa() -> concurrent.futures.Future:
-    key = ("aa", AA_KERNEL, "", 0)
-    if key not in _runs:
-        _runs[key] = _pool.submit(_aa_now)
-    return _runs[key]
+    return start_job(_aa_now)

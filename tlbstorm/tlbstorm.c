@@ -374,13 +374,14 @@ static int tlbstorm_flusher_fn(void *arg)
 			storm_ctl_moved(&ctl);
 			break;
 		}
-		WRITE_ONCE(f->begun, f->begun + 1);
-		/* a worker that missed the count above is in the mask */
-		smp_mb();
-		if (storm_mode == TLBSTORM_USER)
+		if (storm_mode == TLBSTORM_USER) {
+			WRITE_ONCE(f->begun, f->begun + 1);
+			/* a worker that missed the count is in the mask */
+			smp_mb();
 			ret = tlbstorm_flush_user(f);
-		else
+		} else {
 			ret = tlbstorm_flush_kernel(f);
+		}
 		if (unlikely(ret)) {
 			/* e.g. out of memory: stop, never spin on errors */
 			f->errors++;
