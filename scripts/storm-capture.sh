@@ -1,9 +1,9 @@
 # shellcheck shell=sh
-# storm-capture.sh - what every capture of a storm load shares, sourced
-# by storm run (scripts/storm-run) and the in-guest checks
-# (tests/guest/lib.sh): a mark in the kernel log and the log after it,
-# and udev settled before a load's counts start. POSIX sh, for a bare
-# test box and the guests.
+# storm-capture.sh - the capture of one storm load, sourced by storm run
+# (scripts/storm-run) and the in-guest checks (tests/guest/lib.sh), so
+# that the tests exercise the capture the product uses: udev settled, a
+# mark in the kernel log, /proc/interrupts around the load, the module's
+# result. POSIX sh, for a bare test box and the guests.
 
 # A line of our own in the kernel log, to find what came after it: a
 # line count breaks once the log buffer (128 KiB on Debian) has wrapped;
@@ -33,4 +33,27 @@ udev_settle() {
 	settle_start=$(date +%s)
 	udevadm settle --timeout=60 2>/dev/null
 	echo "rc=$? seconds=$(($(date +%s) - settle_start))"
+}
+
+# capture_load DIR MODULE LOAD...: one load of a storm. Settles udev
+# (DIR/udev_settle), sets $mark (the log after it is the load's), takes
+# /proc/interrupts just before and just after LOAD (DIR/interrupts.before,
+# DIR/interrupts.after), a command that loads MODULE and returns when its
+# storm is over, then keeps MODULE's result where the load left one
+# ($debugfs/MODULE/result into DIR/result, else none; the sourcing script
+# sets $debugfs). Returns LOAD's exit status.
+# shellcheck disable=SC2154 # debugfs: the sourcing script's
+capture_load() {
+	cl_dir=$1 cl_module=$2
+	shift 2
+	udev_settle >"$cl_dir/udev_settle"
+	# shellcheck disable=SC2034 # the sourcing script's to read
+	mark=$(dmesg_mark)
+	cat /proc/interrupts >"$cl_dir/interrupts.before"
+	"$@"
+	cl_rc=$?
+	cat /proc/interrupts >"$cl_dir/interrupts.after"
+	cat "$debugfs/$cl_module/result" \
+		>"$cl_dir/result" 2>/dev/null || rm -f "$cl_dir/result"
+	return "$cl_rc"
 }

@@ -34,19 +34,16 @@ storm_started() {
 	done
 }
 
-hotplug_case() {
-	name=$1 module=$2 cpu=$3 event=$4
-	shift 4
-	dir=$(case_dir "$name")
-	printf '%s\n' "$*" >"$dir/params"
-	[ "$event" = on ] && cpu_set "$cpu" 0
-	mark=$(dmesg_mark)
-	insmod "$KO/$module.ko" timeout=120 "$@" 2>"$dir/stderr" &
-	pid=$!
+# the load of hotplug_case
+hotplug_load() {
+	hl_module=$1
+	shift
+	case_insmod "$hl_module" timeout=120 "$@" &
+	hl_pid=$!
 	# The clock starts with the storm's threads, not with insmod: a load
 	# takes over 10 s on a KASAN guest, and an event before the storm
 	# starts only gets the load refused.
-	storm_started "$pid"
+	storm_started "$hl_pid"
 	start=$(date +%s)
 	sleep 1
 	if [ "$event" = on ]; then
@@ -56,10 +53,20 @@ hotplug_case() {
 		sleep 1
 		cpu_set "$cpu" 1
 	fi
-	wait "$pid"
-	echo $? >"$dir/rc"
+	wait "$hl_pid"
+	hl_rc=$?
 	seconds_since "$start" >"$dir/seconds"
-	save_result "$module" "$dir"
+	return $hl_rc
+}
+
+hotplug_case() {
+	name=$1 module=$2 cpu=$3 event=$4
+	shift 4
+	case_open "$name"
+	printf '%s\n' "$*" >"$dir/params"
+	[ "$event" = on ] && cpu_set "$cpu" 0
+	capture_load "$dir" "$module" hotplug_load "$module" "$@"
+	echo $? >"$dir/rc"
 	unload "$module" "$dir"
 	storm_threads >"$dir/threads_after"
 	dmesg_since "$mark" >"$dir/dmesg"
@@ -99,19 +106,7 @@ storm_timed_case bound_tlbstorm tlbstorm numflush=1000000000000 delay=1000 \
 storm_timed_case bound_slabstorm slabstorm numcache=1000000000000 timeout=2
 
 # A finished background storm is done, not interrupted by the rmmod after.
-dir=$(case_dir bg_finished)
-mark=$(dmesg_mark)
-insmod "$KO/ipistorm.ko" background=1 numipi=200 single=1 cpulist=0 \
-	2>"$dir/stderr"
-echo $? >"$dir/rc"
-i=0
-while [ ! -e /sys/kernel/debug/ipistorm/result ] && [ $i -lt 60 ]; do
-	sleep 1
-	i=$((i + 1))
-done
-save_result ipistorm "$dir"
-unload ipistorm "$dir"
-dmesg_since "$mark" >"$dir/dmesg"
+storm_background_done_case bg_finished ipistorm numipi=200 single=1 cpulist=0
 
 # RCU-Tasks during a long storm: every storm thread yields with an
 # RCU-Tasks quiescent state, so bpftrace detaching a kfunc probe (the
@@ -156,12 +151,12 @@ storm_case possible_mask ipistorm numipi=100 single=1 offset=1 mask=1
 cpu_set 3 1
 
 # Malformed lists and storms bigger than the machine: refused.
-storm_case bad_list_double_comma ipistorm numipi=10 cpulist=1,,2
-storm_case bad_list_trailing_comma ipistorm numipi=10 cpulist=1,
-storm_case bad_list_leading_comma tlbstorm numflush=10 targets=,2
-storm_case bad_slab_memory slabstorm mode=shrink numcache=1 fill=4096 \
+storm_quick_case bad_list_double_comma ipistorm numipi=10 cpulist=1,,2
+storm_quick_case bad_list_trailing_comma ipistorm numipi=10 cpulist=1,
+storm_quick_case bad_list_leading_comma tlbstorm numflush=10 targets=,2
+storm_quick_case bad_slab_memory slabstorm mode=shrink numcache=1 fill=4096 \
 	objsize=65536
-storm_case bad_tlb_kernel_flushers tlbstorm mode=kernel numflush=10 cpulist=0-1
+storm_quick_case bad_tlb_kernel_flushers tlbstorm mode=kernel numflush=10 cpulist=0-1
 
 # Parameter fuzzing: a fixed-seed share of tests/e2e/fuzz-storms.
 python3 tests/guest/fuzz.py --ko "$KO" --seed "${FUZZ_SEED:-1}" \

@@ -20,4 +20,4 @@ storm_case sent_tlb_kernel tlbstorm mode=kernel numflush=200 count_sent=1
 storm_case sent_slab slabstorm mode=create numcache=100 cpu=0 cpulist=1-2 count_sent=1
 storm_case sent_slab_remote slabstorm mode=remote numobj=2000 count_sent=1
 # count_sent is a bool like the others
-storm_case bad_count_sent_value ipistorm numipi=10 count_sent=maybe
+storm_quick_case bad_count_sent_value ipistorm numipi=10 count_sent=maybe

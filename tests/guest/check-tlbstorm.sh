@@ -94,40 +94,26 @@ storm_case tlb_kernel_pages64 tlbstorm mode=kernel numflush=200 pages=64
 # Timed, with a delay between flushes and without latency histogram.
 storm_case tlb_timed tlbstorm timeout=2 delay=1000 latency=0 targets=1-2
 
-# Refused parameters: insmod fails, the reason is in dmesg. Lighter than
-# storm_case (nothing to count): rc, stderr, dmesg, and no result.
-tlb_refused() {
-	name=$1
-	shift
-	dir=$(case_dir "$name")
-	mark=$(dmesg_mark)
-	insmod "$KO/tlbstorm.ko" "$@" 2>"$dir/stderr"
-	echo $? >"$dir/rc"
-	if grep -q '^tlbstorm ' /proc/modules; then
-		rmmod tlbstorm
-		echo $? >"$dir/rmmod_rc"
-	fi
-	dmesg_since "$mark" >"$dir/dmesg"
-}
-tlb_refused tlb_bad_cpu_range numflush=10 cpulist=64
-tlb_refused tlb_bad_targets_syntax numflush=10 targets=1-x
-tlb_refused tlb_bad_cpulist_empty numflush=10 cpulist=,
-tlb_refused tlb_bad_flusher_in_targets numflush=10 cpulist=1 targets=1-2
-tlb_refused tlb_bad_no_worker_cpu numflush=10 cpulist=0-3
-tlb_refused tlb_bad_unbounded numflush=0 timeout=0
-tlb_refused tlb_bad_timeout_zero numflush=10 timeout=0
-tlb_refused tlb_bad_pages_zero numflush=10 pages=0
-tlb_refused tlb_bad_pages_huge numflush=10 pages=4097
-tlb_refused tlb_bad_mode numflush=10 mode=both
-tlb_refused tlb_bad_kernel_targets numflush=10 mode=kernel targets=1
-tlb_refused tlb_bad_numflush_huge numflush=10000000000000
-tlb_refused tlb_bad_timeout_huge timeout=999999999
-tlb_refused tlb_bad_delay_huge numflush=10 delay=99999999
+# Refused parameters: insmod fails, the reason is in dmesg.
+storm_quick_case tlb_bad_cpu_range tlbstorm numflush=10 cpulist=64
+storm_quick_case tlb_bad_targets_syntax tlbstorm numflush=10 targets=1-x
+storm_quick_case tlb_bad_cpulist_empty tlbstorm numflush=10 cpulist=,
+storm_quick_case tlb_bad_flusher_in_targets tlbstorm numflush=10 cpulist=1 targets=1-2
+storm_quick_case tlb_bad_no_worker_cpu tlbstorm numflush=10 cpulist=0-3
+storm_quick_case tlb_bad_unbounded tlbstorm numflush=0 timeout=0
+storm_quick_case tlb_bad_timeout_zero tlbstorm numflush=10 timeout=0
+storm_quick_case tlb_bad_pages_zero tlbstorm numflush=10 pages=0
+storm_quick_case tlb_bad_pages_huge tlbstorm numflush=10 pages=4097
+storm_quick_case tlb_bad_mode tlbstorm numflush=10 mode=both
+storm_quick_case tlb_bad_kernel_targets tlbstorm numflush=10 mode=kernel targets=1
+storm_quick_case tlb_bad_numflush_huge tlbstorm numflush=10000000000000
+storm_quick_case tlb_bad_timeout_huge tlbstorm timeout=999999999
+storm_quick_case tlb_bad_delay_huge tlbstorm numflush=10 delay=99999999
 
 # Offline CPUs: refused as flusher and as target; the default targets skip them.
 if echo 0 >/sys/devices/system/cpu/cpu3/online; then
-	tlb_refused tlb_bad_offline_flusher numflush=10 cpulist=3
-	tlb_refused tlb_bad_offline_target numflush=10 targets=2-3
+	storm_quick_case tlb_bad_offline_flusher tlbstorm numflush=10 cpulist=3
+	storm_quick_case tlb_bad_offline_target tlbstorm numflush=10 targets=2-3
 	storm_case tlb_user_with_offline tlbstorm numflush=300
 	storm_case tlb_kernel_with_offline tlbstorm mode=kernel numflush=100
 	echo 1 >/sys/devices/system/cpu/cpu3/online
@@ -135,41 +121,12 @@ fi
 
 # background=1 without rmmod: insmod returns at once, the storm ends on
 # its own and its result appears.
-dir=$(case_dir tlb_background_done)
-mark=$(dmesg_mark)
-cat /proc/interrupts >"$dir/interrupts.before"
-insmod "$KO/tlbstorm.ko" numflush=100 background=1 targets=1-2 2>"$dir/stderr"
-echo $? >"$dir/rc"
-i=0
-while [ ! -e /sys/kernel/debug/tlbstorm/result ] && [ $i -lt 300 ]; do
-	sleep 1
-	i=$((i + 1))
-done
-cat /proc/interrupts >"$dir/interrupts.after"
-cat /sys/kernel/debug/tlbstorm/result >"$dir/result" 2>/dev/null
-rmmod tlbstorm
-echo $? >"$dir/rmmod_rc"
-dmesg_since "$mark" >"$dir/dmesg"
+storm_background_done_case tlb_background_done tlbstorm numflush=100 \
+	targets=1-2
 
-# background=1: rmmod in the middle of a timed storm stops it promptly.
-# (Not storm_background_case: this also records that the storm was still
-# running when rmmod came, and that the module is gone afterwards.)
-dir=$(case_dir tlb_background_rmmod)
-mark=$(dmesg_mark)
-insmod "$KO/tlbstorm.ko" timeout=120 background=1 2>"$dir/stderr"
-echo $? >"$dir/rc"
-sleep 3
-if [ -e /sys/kernel/debug/tlbstorm/result ]; then
-	echo finished >"$dir/state_before_rmmod"
-else
-	echo running >"$dir/state_before_rmmod"
-fi
-start=$(date +%s)
-rmmod tlbstorm
-echo $? >"$dir/rmmod_rc"
-echo $(($(date +%s) - start)) >"$dir/stop_seconds"
-grep -c '^tlbstorm ' /proc/modules >"$dir/loaded_after"
-dmesg_since "$mark" >"$dir/dmesg"
+# background=1: rmmod in the middle of a timed storm stops it promptly;
+# the storm was still running when rmmod came, the module is gone after.
+storm_background_case tlb_background_rmmod tlbstorm timeout=120
 
 # A fatal signal to a foreground insmod ends a timed storm early.
 storm_signal_case tlb_signal tlbstorm timeout=120
