@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from stormsuite import bisect, metrics
+from stormsuite import bisect, metrics, runs
+from stormsuite.bisect_state import BisectState
 
 
-def value_at(state: dict[str, Any], sha: str) -> str:
-    return subprocess.run(["git", "-C", state["tree"], "show", f"{sha}:value"],
+def value_at(state: BisectState, sha: str) -> str:
+    return subprocess.run(["git", "-C", state.tree, "show", f"{sha}:value"],
                           check=True, capture_output=True,
                           text=True).stdout.strip()
 
@@ -64,7 +65,7 @@ def boots_of(value: float, n: int, runs: int, seed: str = ""
     return out
 
 
-def measure(state: dict[str, Any], requests: list[tuple[str, int]]
+def measure(state: BisectState, requests: list[tuple[str, int]]
             ) -> list[tuple[list[list[float]], list[str]]]:
     out = []
     for sha, n in requests:
@@ -74,9 +75,9 @@ def measure(state: dict[str, Any], requests: list[tuple[str, int]]
         # seeded by the commit's subject, not its sha (which changes with
         # the time the test made the repository): a test replays alike
         subject = subprocess.run(
-            ["git", "-C", state["tree"], "log", "-1", "--format=%s", sha],
+            ["git", "-C", state.tree, "log", "-1", "--format=%s", sha],
             check=True, capture_output=True, text=True).stdout.strip()
-        out.append((boots_of(float(text), n, state["runs"], subject), []))
+        out.append((boots_of(float(text), n, state.runs, subject), []))
     return out
 
 
@@ -84,7 +85,7 @@ RUNS = pathlib.Path(__file__).parent / "data" / "runs"
 SERIES = "ipistorm-cpulist_0-delay_50-numipi_500-offset_1-single_1-wait_1"
 
 
-def measure_captured(state: dict[str, Any], requests: list[tuple[str, int]]
+def measure_captured(state: BisectState, requests: list[tuple[str, int]]
                      ) -> list[tuple[list[list[float]], list[str]]]:
     """Run files captured in real 6.12 guests stand in for a commit's
     boots, one file a boot: `value` names the label, e.g.
@@ -94,7 +95,7 @@ def measure_captured(state: dict[str, Any], requests: list[tuple[str, int]]
         label = value_at(state, sha)
         files = sorted((RUNS / label / SERIES).glob("run-*.json"))
         files = [files[k % len(files)] for k in range(n)]
-        boots = [bisect.samples_of([bisect.runs.load_run(f)], state)
+        boots = [state.reading.samples([runs.load_run(f)])
                  for f in files]
         out.append((boots, [str(f) for f in files]))
     return out

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from stormsuite import bisect, classify
+from stormsuite import bisect, bisect_state, classify
 
 import numpy as np
 
@@ -120,12 +120,12 @@ def test_metric_names(name, want):
                  "interrupts.CAL:Function_call_interrupts",
                  "interrupts.CPU1.CAL:Function_call_interrupts",
                  "interrupts.RES:Rescheduling_interrupts"]
-    assert bisect.resolve_metric(name, "ipistorm", available) == want
+    assert bisect_state.resolve_metric(name, "ipistorm", available) == want
 
 
 def test_unknown_metric_lists_the_known_ones():
     with pytest.raises(ValueError, match="ipistorm.runtime_ns"):
-        bisect.resolve_metric("nope", "ipistorm", ["ipistorm.runtime_ns"])
+        bisect_state.resolve_metric("nope", "ipistorm", ["ipistorm.runtime_ns"])
 
 
 # ------------------------------------------------------------ real git bisects

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from stormsuite import bisect
+from stormsuite.bisect_state import Reading
 
 CALLS = 1000
 
@@ -31,25 +31,25 @@ def runs_of(level: float, ticks: list[int]) -> list[dict]:
                 int(1000 * CALLS * level) + TICK * t, t) for t in ticks]
 
 
-def state(**kw) -> dict:
-    return {"metric": "auto", "storm": "ipistorm", **kw}
+def state() -> Reading:
+    return Reading(storm="ipistorm", asked="auto")
 
 
 def test_auto_follows_instructions_where_counted():
     st = state()
-    bisect.samples_of(runs_of(1, [10, 12]), st)
-    assert st["metric_name"] == "ipistorm.insn_per_call"
-    assert st["metric_kind"] == "insn" and bisect.by_run(st)
+    st.samples(runs_of(1, [10, 12]))
+    assert st.name == "ipistorm.insn_per_call"
+    assert st.kind == "insn" and st.by_run
 
 
 def test_auto_is_time_without_counts():
     docs = runs_of(1, [10])
     del docs[0]["insn"]
     st = state()
-    bisect.samples_of(docs, st)
+    st.samples(docs)
     # the run timed no call: its time is the runtime per call
-    assert st["metric_name"] == "ipistorm.runtime_per_call_ns"
-    assert st["metric_kind"] == "time" and not bisect.by_run(st)
+    assert st.name == "ipistorm.runtime_per_call_ns"
+    assert st.kind == "time" and not st.by_run
 
 
 def test_ticks_are_taken_out_with_the_endpoints_slope(tmp_path):
@@ -68,12 +68,12 @@ def test_ticks_are_taken_out_with_the_endpoints_slope(tmp_path):
             paths.append(str(p))
         files.append(paths)
     st = state()
-    bisect.samples_of(good, st)
-    bisect.tick_correction(st, files)
+    st.samples(good)
+    st.fit_ticks(files)
     # per call against ticks per call: instructions a tick
-    assert st["tick_slope"] == pytest.approx(TICK)
-    g = bisect.samples_of(good, st)
-    b = bisect.samples_of(bad, st)
+    assert st.tick_slope == pytest.approx(TICK)
+    g = st.samples(good)
+    b = st.samples(bad)
     assert max(g) - min(g) == pytest.approx(0, abs=1e-6)
     assert max(b) - min(b) == pytest.approx(0, abs=1e-6)
     # the endpoints' difference is the planted 1%, at the common ticks

@@ -26,7 +26,8 @@ time, the median run for other times, the mean for counts).
 Measuring is one function, `measure(state, requests)`: for each (sha,
 boots) request, build and boot it, and return its per-boot samples and run
 files; --measurer MODULE:FUNCTION replaces it (the tests drive real git
-bisects with a fake).
+bisects with a fake). The state (bisect_state.BisectState) is what the
+bisect was asked and what it has learnt, in state.json for every step.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import (classify, compare, guest, kbuild, matrix, metrics, options,
-               runs, source, stats, verdict)
+from . import (classify, compare, guest, kbuild, matrix, options, runs,
+               source, stats, verdict)
+from .bisect_state import BisectState, Reading
 from .git import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
@@ -73,94 +75,6 @@ def short(sha: str) -> str:
     return sha[:12]
 
 
-# ---------------------------------------------------------------- metric
-
-def resolve_metric(name: str, storm: str, available: list[str]) -> str:
-    """'auto' (insn where instructions were counted, else time), 'insn'
-    (instructions per operation on the storm's CPUs), 'time' (the storm's
-    primary time per operation), 'runtime', a /proc/interrupts row
-    ('CAL'), a name after '<storm>.' ('irq.CAL', 'latency.p99_ns') or a
-    full metric name."""
-    candidates = [name, f"{storm}.{name}"]
-    insn = f"{storm}.insn_per_{metrics.PRIMARY[storm][2]}" \
-        if storm in metrics.PRIMARY else ""
-    if name == "auto":
-        return resolve_metric("insn" if insn in available else "time",
-                              storm, available)
-    if name == "insn" and insn:
-        candidates.insert(0, insn)
-    if name == "time" and storm in metrics.PRIMARY:
-        candidates[:0] = [metrics.PRIMARY[storm][0]] + (
-            [metrics.UNTIMED[storm]] if storm in metrics.UNTIMED else [])
-    if name == "runtime":
-        candidates.insert(0, f"{storm}.runtime_ns")
-    for c in candidates:
-        if c in available:
-            return c
-    rows = [a for a in available if a.startswith(f"interrupts.{name}:")]
-    if len(rows) == 1:
-        return rows[0]
-    raise ValueError(f"no metric {name!r}; this storm's metrics: "
-                     + ", ".join(available))
-
-
-def samples_of(run_docs: list[dict[str, Any]], state: dict[str, Any]) -> list[float]:
-    """The metric's value in each run; for instructions, corrected for
-    the ticks in the run's window once the endpoints gave the slope
-    (tick_correction)."""
-    by_name = {m.name: (m, v) for m, v in metrics.of_runs(run_docs).items()}
-    name = resolve_metric(state["metric"], state["storm"], sorted(by_name))
-    state["metric_name"] = name
-    state["metric_kind"] = by_name[name][0].kind
-    state["metric_summary"] = compare.verdict.summary_of(by_name[name][0])
-    values = by_name[name][1]
-    ticks = by_name.get(metrics.TICKS_OF(name))
-    if state.get("tick_slope") is not None and ticks is not None \
-            and ticks[1] is not by_name[name][1]:
-        values = [y - state["tick_slope"] * (x - state["tick_ref"])
-                  for y, x in zip(values, ticks[1])]
-    return values
-
-
-def metric_shown(state: dict[str, Any]) -> str:
-    """The metric measured, as resolved from the run files ('auto' is
-    time for a measurer that reads none)."""
-    name = state.get("metric_name") or state["metric"]
-    return "time" if name == "auto" else name
-
-
-def unit(state: dict[str, Any]) -> str:
-    """What one sample of a commit is: a boot, or a run (instructions)."""
-    return "runs" if by_run(state) else "boots"
-
-
-def by_run(state: dict[str, Any]) -> bool:
-    """Instructions: every run is a sample (one boot a step), as the
-    verdict takes them with one boot a side."""
-    return state.get("metric_kind") == "insn"
-
-
-def tick_correction(state: dict[str, Any], files: list[list[str]]) -> None:
-    """The slope of instructions on ticks, fitted within each endpoint's
-    runs, and the ticks every run is corrected to (their mean)."""
-    xs, ys = [], []
-    for group in files:
-        docs = [runs.load_run(pathlib.Path(f)) for f in group
-                if f.endswith(".json") and pathlib.Path(f).is_file()]
-        if not docs:
-            return
-        by_name = {m.name: v for m, v in metrics.of_runs(docs).items()}
-        name = state.get("metric_name", "")
-        if name not in by_name or metrics.TICKS_OF(name) not in by_name:
-            return
-        ys.append(by_name[name])
-        xs.append(by_name[metrics.TICKS_OF(name)])
-    slope = stats.common_slope(xs, ys)
-    if slope is not None:
-        state["tick_slope"] = slope
-        state["tick_ref"] = float(np.mean([x for g in xs for x in g]))
-
-
 # ---------------------------------------------------------------- measuring
 
 GOOD_BUILD, STEP_BUILD = ("bisect-good", "-storm-good"), ("bisect", "-storm")
@@ -168,27 +82,27 @@ PARENT_BUILD = ("bisect-parent", "-storm-parent")
 BUILDS_LOG = "builds.jsonl"
 
 
-def build_for(state: dict[str, Any], sha: str) -> tuple[pathlib.Path, str]:
+def build_for(state: BisectState, sha: str) -> tuple[pathlib.Path, str]:
     """(build directory, localversion): the good endpoint, and the first
     bad commit's parent in the final check, keep builds of their own, so
     that both sides of a pair of boots exist at once."""
-    if sha == state["good"]:
+    if sha == state.good:
         name, localversion = GOOD_BUILD
-    elif sha == state.get("parent"):
+    elif sha == state.parent:
         name, localversion = PARENT_BUILD
     else:
         name, localversion = STEP_BUILD
     return source.build_dir(name), localversion
 
 
-def ensure_built(state: dict[str, Any], sha: str) -> pathlib.Path:
+def ensure_built(state: BisectState, sha: str) -> pathlib.Path:
     """Build sha unless its build dir already has it. The revision is
     written to build/kernel/src and built from there (source.py): the
     tree's checkout is not needed, and every tree of the same source
     shares the compiler cache and the build directories."""
-    tree = pathlib.Path(state["tree"])
+    tree = pathlib.Path(state.tree)
     out, localversion = build_for(state, sha)
-    fragments = tuple(pathlib.Path(f) for f in state["config"])
+    fragments = tuple(pathlib.Path(f) for f in state.config)
     try:
         if kbuild.built_as(out, short(sha), fragments, localversion):
             guest.build_modules(str(out))
@@ -202,7 +116,7 @@ def ensure_built(state: dict[str, Any], sha: str) -> pathlib.Path:
     print(f"storm bisect: built {short(sha)} in {built.seconds:.0f} s",
           file=sys.stderr, flush=True)
     # for the summary's breakdown: the steps build in processes of their own
-    with open(pathlib.Path(state["dir"]) / BUILDS_LOG, "a") as f:
+    with open(pathlib.Path(state.dir) / BUILDS_LOG, "a") as f:
         f.write(json.dumps({"commit": sha, "seconds": built.seconds}) + "\n")
     return out
 
@@ -217,7 +131,7 @@ def build_seconds(state_dir: pathlib.Path) -> tuple[int, float]:
     return len(seconds), sum(seconds)
 
 
-def measure(state: dict[str, Any], requests: list[Request]
+def measure(state: BisectState, requests: list[Request]
             ) -> list[Measured]:
     """Build each requested commit and boot it, interleaved across the
     requests, two at a time: per request, the per-boot samples and the
@@ -227,34 +141,33 @@ def measure(state: dict[str, Any], requests: list[Request]
         return build_and_boot(state, requests)
 
 
-def build_and_boot(state: dict[str, Any], requests: list[Request]
+def build_and_boot(state: BisectState, requests: list[Request]
                    ) -> list[Measured]:
     outs = [ensure_built(state, sha) for sha, _ in requests]
-    steps = (guest.Step(state["storm"], tuple(state["params"])),)
+    steps = (guest.Step(state.storm, tuple(state.params)),)
     plan = []
     for (sha, n), out in zip(requests, outs):
-        label = "good-" + short(sha) if sha == state["good"] else short(sha)
+        label = "good-" + short(sha) if sha == state.good else short(sha)
         series = guest.new_series_id()
-        g = guest.Guest(str(out), state.get("append", ""), state["cpus"],
-                        state["memory"], state["timeout"], no_build=True,
-                        insn=state.get("insn", True),
-                        accel=state.get("accel", "tcg"))
+        g = guest.Guest(str(out), state.append, state.cpus, state.memory,
+                        state.timeout, no_build=True, insn=state.insn,
+                        accel=state.accel)
         plan.append([guest.Boot(g, label, series,
                                 f"{short(sha)} boot {k + 1}/{n}", steps)
                      for k in range(n)])
     try:
-        done = guest.run_boots(guest.interleave(plan), runs=state["runs"],
-                               warmup=state["warmup"],
-                               results=pathlib.Path(state["results"]),
-                               jobs=state["jobs"])
+        done = guest.run_boots(guest.interleave(plan), runs=state.runs,
+                               warmup=state.warmup,
+                               results=pathlib.Path(state.results),
+                               jobs=state.jobs)
     except guest.GuestError as e:
         raise MeasureError(str(e)) from e
     out: list[Measured] = []
     for boots in plan:
         mine = [d for d in done if d.boot in boots]
-        samples = [samples_of([runs.load_run(f) for f in d.files], state)
+        samples = [state.reading.samples([runs.load_run(f) for f in d.files])
                    for d in mine]
-        if by_run(state):
+        if state.reading.by_run:
             samples = [[x] for s in samples for x in s]
         out.append((samples, [str(f) for d in mine for f in d.files]))
     return out
@@ -265,30 +178,7 @@ def load_measurer(spec: str) -> Callable[..., list[Measured]]:
     return getattr(importlib.import_module(module), func)
 
 
-def summaries(boots: list[list[float]], state: dict[str, Any]) -> list[float]:
-    """One number per boot (stats.boot_summary, as the metric asks)."""
-    how = state.get("metric_summary", "min")
-    return [stats.boot_summary(b, how) for b in boots]
-
-
-def on_log_scale(state: dict[str, Any]) -> bool:
-    """Times are compared as ratios; counts (which may be 0) as they are."""
-    return state.get("metric_kind", "time") == "time"
-
-
 # ---------------------------------------------------------------- state
-
-def save_state(state: dict[str, Any]) -> None:
-    path = pathlib.Path(state["dir"]) / "state.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1) + "\n")
-    tmp.replace(path)
-
-
-def log_step(state: dict[str, Any], record: dict[str, Any]) -> None:
-    with open(pathlib.Path(state["dir"]) / "steps.jsonl", "a") as f:
-        f.write(json.dumps(record) + "\n")
-
 
 def steps(state_dir: pathlib.Path) -> list[dict[str, Any]]:
     path = state_dir / "steps.jsonl"
@@ -298,29 +188,15 @@ def steps(state_dir: pathlib.Path) -> list[dict[str, Any]]:
             if line.strip()]
 
 
-def describe(xs: list[float], state: dict[str, Any]) -> str:
-    s = stats.summarize(xs)
-    name = state.get("metric_name", "")
-    unit = "ns" if name.endswith("_ns") else ""
-    mean = compare.fmt_value(s.mean, metrics.Metric(name, "", unit))
-    return f"mean {mean} CV {s.cv:.1f}% n={s.n}"
-
-
 # ---------------------------------------------------------------- one step
-
-def levels_of(state: dict[str, Any]) -> classify.Levels:
-    log = on_log_scale(state)
-    return classify.Levels(
-        [classify.to_scale(g, log) for g in state["levels"]["good"]],
-        [classify.to_scale(g, log) for g in state["levels"]["bad"]])
-
 
 def step(state_file: pathlib.Path) -> int:
     """What `git bisect run` calls: 0 good, 1 bad, 125 skip."""
-    state = json.loads(state_file.read_text())
-    tree = pathlib.Path(state["tree"])
+    state = BisectState.load(state_file)
+    reading = state.reading
+    tree = pathlib.Path(state.tree)
     sha = git(tree, "rev-parse", "HEAD")
-    measurer = load_measurer(state["measurer"])
+    measurer = load_measurer(state.measurer)
     record: dict[str, Any] = {"commit": sha, "subject": subject(tree, sha),
                               "boots": [], "files": []}
     started = time.monotonic()
@@ -331,21 +207,21 @@ def step(state_file: pathlib.Path) -> int:
         (samples, files), = measurer(state, [(sha, n)])
         record["boots"] += samples
         record["files"] += files
-        got = summaries(samples, state)
+        got = reading.summaries(samples)
         print(f"storm bisect: {short(sha)}: {len(record['boots'])} "
-              f"{unit(state)}: "
-              f"{describe(summaries(record['boots'], state), state)}",
+              f"{reading.unit}: "
+              f"{reading.describe(reading.summaries(record['boots']))}",
               file=sys.stderr, flush=True)
         return got
 
-    levels = levels_of(state)
+    levels = state.classify_levels()
     # instructions: a boot gives every run as a sample, one is enough
-    first = 1 if by_run(state) else state["jobs"]
+    first = 1 if reading.by_run else state.jobs
     try:
         verdict, _ = classify.decide(
-            boot, levels, log=on_log_scale(state), first=first,
-            more=first, cap=state["max_boots"] * (
-                state["runs"] if by_run(state) else 1))
+            boot, levels, log=reading.log_scale, first=first,
+            more=first, cap=state.max_boots * (
+                state.runs if reading.by_run else 1))
     except MeasureError as e:
         record.update(decision="skip", why=str(e))
         code = EXIT_SKIP
@@ -356,33 +232,34 @@ def step(state_file: pathlib.Path) -> int:
             verdict.decision, EXIT_SKIP)
         if code == EXIT_SKIP:
             record.update(decision="skip", why="ambiguous after "
-                          f"{len(record['boots'])} {unit(state)}")
+                          f"{len(record['boots'])} {reading.unit}")
         else:
             # the commit's boots join the level it was called
-            state["levels"][verdict.decision].append(
-                summaries(record["boots"], state))
-            save_state(state)
+            state.levels[verdict.decision].append(
+                reading.summaries(record["boots"]))
+            state.save()
     record["seconds"] = round(time.monotonic() - started, 1)
-    log_step(state, record)
-    shown = describe(summaries(record["boots"], state), state) \
+    state.log_step(record)
+    shown = reading.describe(reading.summaries(record["boots"])) \
         if record["boots"] else ""
     why = f" ({record['why']})" if "why" in record else \
         f" (odds good:bad {classify.fmt_odds(record['odds'])}, at " \
         f"{record['position']:.2f} of the way from good to bad)"
     print(f"storm bisect: {short(sha)}: {record['decision']}{why} "
-          f"{metric_shown(state)}: {shown}", file=sys.stderr, flush=True)
+          f"{reading.shown}: {shown}", file=sys.stderr, flush=True)
     return code
 
 
 # ---------------------------------------------------------------- driver
 
-def measure_endpoints(state: dict[str, Any], tree: pathlib.Path) -> bool:
+def measure_endpoints(state: BisectState, tree: pathlib.Path) -> bool:
     """Boot both endpoints, interleaved, until their difference is clear
-    or the cap; whether they differ at the confidence asked."""
-    measurer = load_measurer(state["measurer"])
-    good, bad = state["good"], state["bad"]
-    n = state["boots"]
-    log = on_log_scale(state)
+    or the cap; whether they differ at the confidence asked. The state
+    learns their levels and run files."""
+    measurer = load_measurer(state.measurer)
+    reading = state.reading
+    good, bad = state.good, state.bad
+    n = state.boots
     gb: list[float] = []
     bb: list[float] = []
     files: dict[str, list[str]] = {"good": [], "bad": []}
@@ -396,44 +273,43 @@ def measure_endpoints(state: dict[str, Any], tree: pathlib.Path) -> bool:
         else:
             (b_s, b_f), (g_s, g_f) = measurer(state, [(bad, n), (good, n)])
         rounds += 1
-        gb += summaries(g_s, state)
-        bb += summaries(b_s, state)
+        gb += reading.summaries(g_s)
+        bb += reading.summaries(b_s)
         files["good"] += g_f
         files["bad"] += b_f
-        log = on_log_scale(state)
-        print(f"storm bisect: good {short(good)}: {describe(gb, state)}; "
-              f"bad {short(bad)}: {describe(bb, state)}",
+        print(f"storm bisect: good {short(good)}: {reading.describe(gb)}; "
+              f"bad {short(bad)}: {reading.describe(bb)}",
               file=sys.stderr, flush=True)
-        if classify.endpoints_clear(gb, bb, log=log) or \
-                len(gb) >= state["endpoint_max_boots"]:
+        if classify.endpoints_clear(gb, bb, log=reading.log_scale) or \
+                len(gb) >= state.endpoint_max_boots:
             break
         n = 1
-    if by_run(state):
-        tick_correction(state, [files["good"], files["bad"]])
-        if state.get("tick_slope") is not None:
-            gb = samples_of([runs.load_run(pathlib.Path(f))
-                             for f in files["good"]], state)
-            bb = samples_of([runs.load_run(pathlib.Path(f))
-                             for f in files["bad"]], state)
-    differ, p = classify.endpoints_differ(gb, bb, log=log,
-                                          confidence=state["confidence"])
-    state["levels"] = {"good": [gb], "bad": [bb]}
-    state["good_files"], state["bad_files"] = files["good"], files["bad"]
-    state["endpoints_p"] = p
+    if reading.by_run:
+        reading.fit_ticks([files["good"], files["bad"]])
+        if reading.tick_slope is not None:
+            gb = reading.samples([runs.load_run(pathlib.Path(f))
+                                  for f in files["good"]])
+            bb = reading.samples([runs.load_run(pathlib.Path(f))
+                                  for f in files["bad"]])
+    differ, p = classify.endpoints_differ(gb, bb, log=reading.log_scale,
+                                          confidence=state.confidence)
+    state.levels = {"good": [gb], "bad": [bb]}
+    state.good_files, state.bad_files = files["good"], files["bad"]
+    state.endpoints_p = p
     for which, sha, b in (("good", good, gb), ("bad", bad, bb)):
-        log_step(state, {"commit": sha, "subject": subject(tree, sha),
-                         "endpoint": which, "boot_summaries": b,
-                         "files": files[which]})
+        state.log_step({"commit": sha, "subject": subject(tree, sha),
+                        "endpoint": which, "boot_summaries": b,
+                        "files": files[which]})
     return differ
 
 
 def verdict_line(base: list[float], new: list[float],
-                 state: dict[str, Any]) -> tuple[str, stats.Estimate]:
-    est = stats.boot_change(base, new, log=on_log_scale(state),
-                            confidence=state["confidence"])
+                 state: BisectState) -> tuple[str, stats.Estimate]:
+    est = stats.boot_change(base, new, log=state.reading.log_scale,
+                            confidence=state.confidence)
     if est.testable:
-        size = (f"{est.n_base}+{est.n_new} runs" if by_run(state) else
-                f"{est.n_base}+{est.n_new} boots x {state['runs']} runs")
+        size = (f"{est.n_base}+{est.n_new} runs" if state.reading.by_run
+                else f"{est.n_base}+{est.n_new} boots x {state.runs} runs")
         change = (f"{est.pct:+.1f}% [{est.lo:+.1f}%, {est.hi:+.1f}%] "
                   f"(p={est.p:.3g}, {size})")
     else:
@@ -441,28 +317,28 @@ def verdict_line(base: list[float], new: list[float],
     return change, est
 
 
-def confirm(state: dict[str, Any], tree: pathlib.Path, first_bad: str,
+def confirm(state: BisectState, tree: pathlib.Path, first_bad: str,
             state_dir: pathlib.Path) -> tuple[str, bool]:
     """0-day's check: the first bad commit against its parent, measured
     again side by side. (report, confirmed)."""
     parent = git(tree, "rev-parse", f"{first_bad}^")
-    state["parent"] = parent
+    state.parent = parent
     print(f"storm bisect: measuring {short(first_bad)} against its parent "
-          f"{short(parent)} again ({state['boots']} boots each)",
+          f"{short(parent)} again ({state.boots} boots each)",
           file=sys.stderr, flush=True)
-    measurer = load_measurer(state["measurer"])
+    measurer = load_measurer(state.measurer)
     try:
         (p_s, p_f), (b_s, b_f) = measurer(
-            state, [(parent, state["boots"]), (first_bad, state["boots"])])
+            state, [(parent, state.boots), (first_bad, state.boots)])
     except MeasureError as e:
         return f"could not measure it against its parent: {e}\n", False
-    line, est = verdict_line(summaries(p_s, state), summaries(b_s, state),
-                             state)
-    direction = np.sign(np.median(state["levels"]["bad"][0])
-                        - np.median(state["levels"]["good"][0]))
+    line, est = verdict_line(state.reading.summaries(p_s),
+                             state.reading.summaries(b_s), state)
+    direction = np.sign(np.median(state.levels["bad"][0])
+                        - np.median(state.levels["good"][0]))
     confirmed = est.excludes_zero and np.sign(est.pct) == direction
     report = (f"re-measured against its parent {short(parent)}: "
-              f"{metric_shown(state)} {line}: "
+              f"{state.reading.shown} {line}: "
               + ("confirmed" if confirmed else
                  "NOT confirmed: the change does not reproduce between "
                  "these two commits; treat the culprit as a suspect") + "\n")
@@ -473,7 +349,7 @@ def confirm(state: dict[str, Any], tree: pathlib.Path, first_bad: str,
                                   f"bad-{short(first_bad)}")]]
         for group in compare.pair(sides):
             try:
-                cmp = verdict.build(group, confidence=state["confidence"])
+                cmp = verdict.build(group, confidence=state.confidence)
             except verdict.CompareError as e:
                 report += f"(no table: {e})\n"
                 continue
@@ -595,28 +471,27 @@ def check_tree(tree: pathlib.Path, good_rev: str,
 
 
 def new_state(args: argparse.Namespace, tree: pathlib.Path, good: str,
-              bad: str) -> dict[str, Any]:
+              bad: str) -> BisectState:
     """The bisect's parameters, in a new directory of its own under the
     results: what every step (a process of its own) reads."""
     stamp = datetime.datetime.now(datetime.timezone.utc) \
         .strftime("%Y%m%dT%H%M%SZ")
     state_dir = args.results.resolve() / "bisect" / f"{tree.name}-{stamp}"
     state_dir.mkdir(parents=True)
-    return {
-        "dir": str(state_dir), "tree": str(tree), "good": good, "bad": bad,
-        "storm": args.storm, "params": args.params, "metric": args.metric,
-        "boots": args.boots, "runs": args.runs, "warmup": args.warmup,
-        "max_boots": args.max_boots, "jobs": args.jobs,
-        "endpoint_max_boots": args.endpoint_max_boots,
-        "confidence": args.confidence, "append": args.append,
-        "config": [str(f.resolve()) for f in args.config],
-        "cpus": args.cpus, "memory": args.memory, "timeout": args.timeout,
-        "insn": getattr(args, "insn", True),
-        "accel": getattr(args, "accel", "tcg"),
-        "build_dir": str(source.BUILD_ROOT / STEP_BUILD[0]),
-        "localversion": "-storm", "results": str(state_dir / "runs"),
-        "measurer": args.measurer,
-    }
+    return BisectState(
+        dir=str(state_dir), tree=str(tree), good=good, bad=bad,
+        reading=Reading(storm=args.storm, asked=args.metric),
+        params=args.params, boots=args.boots, runs=args.runs,
+        warmup=args.warmup, max_boots=args.max_boots, jobs=args.jobs,
+        endpoint_max_boots=args.endpoint_max_boots,
+        confidence=args.confidence, append=args.append,
+        config=[str(f.resolve()) for f in args.config],
+        cpus=args.cpus, memory=args.memory, timeout=args.timeout,
+        insn=getattr(args, "insn", True),
+        accel=getattr(args, "accel", "tcg"),
+        build_dir=str(source.BUILD_ROOT / STEP_BUILD[0]),
+        localversion="-storm", results=str(state_dir / "runs"),
+        measurer=args.measurer)
 
 
 def git_bisect_run(tree: pathlib.Path, state_dir: pathlib.Path) -> int:
@@ -660,27 +535,28 @@ def not_found(tree: pathlib.Path, state_dir: pathlib.Path,
                                      for s in suspects))
 
 
-def summary_text(state: dict[str, Any], tree: pathlib.Path,
+def summary_text(state: BisectState, tree: pathlib.Path,
                  first_bad: str, endpoints: str, check: str,
                  elapsed: float) -> str:
     """The bisect's result: the commit, the endpoints' verdict, what the
     steps took, and the check against the commit's parent."""
-    state_dir = pathlib.Path(state["dir"])
+    state_dir = pathlib.Path(state.dir)
+    unit = state.reading.unit
     tested = [s for s in steps(state_dir) if "endpoint" not in s]
-    good_b, bad_b = state["levels"]["good"][0], state["levels"]["bad"][0]
+    good_b, bad_b = state.levels["good"][0], state.levels["bad"][0]
     nboots = sum(len(s.get("boots", [])) for s in tested)
     nbuilds, built_s = build_seconds(state_dir)
     return (f"\nfirst bad commit: {first_bad} {subject(tree, first_bad)}\n"
             f"endpoints: {endpoints}\n"
             f"{len(tested)} bisect steps "
             f"({sum(1 for s in tested if s['decision'] == 'skip')} "
-            f"skipped, {nboots} {unit(state)}) after the endpoints "
-            f"({len(good_b)}+{len(bad_b)} {unit(state)}), "
+            f"skipped, {nboots} {unit}) after the endpoints "
+            f"({len(good_b)}+{len(bad_b)} {unit}), "
             f"{elapsed / 60:.1f} min"
             + (f" ({nbuilds} kernel builds {built_s / 60:.1f} min, "
                f"boots, runs and the rest {(elapsed - built_s) / 60:.1f} "
                "min)" if nbuilds else "") + "; "
-            f"metric {state.get('metric_name', state['metric'])}\n"
+            f"metric {state.reading.name or state.reading.asked}\n"
             + check)
 
 
@@ -698,8 +574,7 @@ def main(argv: list[str]) -> int:
         print(f"storm bisect: {e}", file=sys.stderr)
         return 2
     state = new_state(args, tree, good, bad)
-    state_dir = pathlib.Path(state["dir"])
-    state_file = state_dir / "state.json"
+    state_dir = pathlib.Path(state.dir)
     head = git(tree, "symbolic-ref", "--quiet", "--short", "HEAD",
                check=False) or git(tree, "rev-parse", "HEAD")
     started = time.monotonic()
@@ -713,13 +588,13 @@ def main(argv: list[str]) -> int:
             print(f"storm bisect: cannot measure an endpoint: {e}",
                   file=sys.stderr)
             return 1
-        save_state(state)
-        line, _ = verdict_line(state["levels"]["good"][0],
-                               state["levels"]["bad"][0], state)
+        state.save()
+        line, _ = verdict_line(state.levels["good"][0],
+                               state.levels["bad"][0], state)
         if not differ:
             print(f"storm bisect: refusing to bisect: the endpoints do not "
                   f"differ at {args.confidence:g} confidence on "
-                  f"{state.get('metric_name', args.metric)}: {line}",
+                  f"{state.reading.name or args.metric}: {line}",
                   file=sys.stderr)
             return 1
         print(f"storm bisect: endpoints: {line}; bisecting", file=sys.stderr,
@@ -733,9 +608,9 @@ def main(argv: list[str]) -> int:
             git(tree, "bisect", "reset", check=False)
         if first_bad is not None:
             # the steps learnt the levels: read them back
-            state.update(json.loads(state_file.read_text()))
+            state = BisectState.load(state.path)
             check, confirmed = confirm(state, tree, first_bad, state_dir)
-            save_state(state)
+            state.save()
     finally:
         if git(tree, "bisect", "log", check=False):
             git(tree, "bisect", "reset", check=False)

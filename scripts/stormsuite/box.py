@@ -654,20 +654,20 @@ def decide(boot: list[dict[str, Any]], good: list[list[dict[str, Any]]],
            bad: list[list[dict[str, Any]]], storm: str, metric: str):
     """Which endpoint one boot's runs look like (classify.py, as storm
     bisect asks it): a classify.Verdict, and the metric's name."""
-    from . import bisect, classify
-    state: dict[str, Any] = {"metric": metric, "storm": storm}
-    samples = bisect.samples_of(boot, state)
-    log = bisect.on_log_scale(state)
+    from . import classify
+    from .bisect_state import Reading
+    reading = Reading(storm=storm, asked=metric)
+    samples = reading.samples(boot)
+    log = reading.log_scale
 
     def level(boots: list[list[dict[str, Any]]]):
-        return classify.to_scale(bisect.summaries(
-            [bisect.samples_of(b, state) for b in boots], state), log)
+        return classify.to_scale(reading.summaries(
+            [reading.samples(b) for b in boots]), log)
     levels = classify.Levels([level(good)], [level(bad)])
     # instructions: every run is a sample; else the boot is one
-    mine = samples if bisect.by_run(state) else \
-        bisect.summaries([samples], state)
+    mine = samples if reading.by_run else reading.summaries([samples])
     return classify.classify(classify.to_scale(mine, log), levels), \
-        state["metric_name"]
+        reading.name
 
 
 def bisect_test(box: Box, kernel: Kernel, design: Design, good: str,
