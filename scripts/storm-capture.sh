@@ -9,10 +9,10 @@
 # line count breaks once the log buffer (128 KiB on Debian) has wrapped;
 # a mark that has been overwritten yields nothing, which the readers of
 # the log then notice.
+# Sets $mark (no command substitution: a fork costs a TCG guest).
 dmesg_mark() {
-	read -r id </proc/sys/kernel/random/uuid
-	echo "storm mark $id" >/dev/kmsg 2>/dev/null
-	printf '%s\n' "$id"
+	read -r mark </proc/sys/kernel/random/uuid
+	echo "storm mark $mark" >/dev/kmsg 2>/dev/null
 }
 
 # the kernel log since mark $1
@@ -47,8 +47,7 @@ capture_load() {
 	cl_dir=$1 cl_module=$2
 	shift 2
 	udev_settle >"$cl_dir/udev_settle"
-	# shellcheck disable=SC2034 # the sourcing script's to read
-	mark=$(dmesg_mark)
+	dmesg_mark
 	cat /proc/interrupts >"$cl_dir/interrupts.before"
 	"$@"
 	cl_rc=$?

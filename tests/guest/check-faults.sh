@@ -9,7 +9,7 @@ if [ ! -d /sys/kernel/debug/failslab ]; then
 	echo "no fault injection in this kernel" >"$OUT/faults_absent"
 	exit 0
 fi
-mark=$(dmesg_mark)
+dmesg_mark
 python3 tests/guest/faults.py --ko "$KO" --out "$OUT/faults.json" \
 	>"$OUT/faults.log" 2>&1
 echo $? >"$OUT/faults.rc"

@@ -123,7 +123,7 @@ rcu_tasks_case() {
 		return
 	fi
 	udev_settle >/dev/null
-	mark=$(dmesg_mark)
+	dmesg_mark
 	insmod "$KO/$module.ko" background=1 timeout=120 "$@" 2>"$dir/stderr"
 	sleep 2
 	start=$(date +%s)

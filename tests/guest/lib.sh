@@ -19,7 +19,7 @@
 #   case_open NAME / capture_load DIR MODULE LOAD... / case_close MODULE
 #                                                   a case of one's own
 #   case_dir NAME                                   make and print $OUT/NAME
-#   dmesg_mark / dmesg_since MARK                   the kernel log added since
+#   dmesg_mark / dmesg_since "$mark"                the kernel log added since
 #   cpu_set CPU 0|1 / storm_threads                 hotplug; the storms' threads
 #
 # If STORM_HOOK names a function, it is called as `$STORM_HOOK before DIR`
@@ -58,7 +58,7 @@ unload() {
 case_open() {
 	dir=$(case_dir "$1")
 	hook before "$dir"
-	mark=$(dmesg_mark)
+	dmesg_mark
 }
 
 # case_close MODULE: the hook while it is in, the unload, the log since

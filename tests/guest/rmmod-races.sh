@@ -26,7 +26,7 @@ race_loop() {
 	shift
 	dir=$(case_dir "race_$module")
 	printf '%s\n' "$*" >"$dir/params"
-	mark=$(dmesg_mark)
+	dmesg_mark
 	chrt -f 10 taskset -c 0 python3 tests/guest/rmmod-race.py \
 		"$KO/$module.ko" "$module" "$ROUNDS" "$EARLY" "$MAX" "$@" \
 		>"$dir/out" 2>"$dir/stderr"
