@@ -118,6 +118,11 @@ _planned: set[tuple[str, str, str, int]] = set()   # by collection
 # guest, which is one host thread; two use both cores (tests/e2e/debug-kernel).
 SPLIT = os.environ.get("STORM_TEST_SPLIT", "").split()
 
+# STORM_TEST_REUSE=1: boot nothing; every boot's output is what the last
+# boot of it left in build/test/ (its tests' host-side assertions again,
+# e.g. after a fix to them), and a boot not there is an error.
+REUSE = bool(os.environ.get("STORM_TEST_REUSE"))
+
 
 # The one boot without the instruction counter: its storms run the
 # markers as plain NOPs (tests/guest/check-insn.sh).
@@ -169,6 +174,8 @@ def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
         "-" + append.replace("=", "_").replace(" ", "_") if append else "")
     out = REPO / "build" / "test" / tag
     second = out.with_name(tag + "-second")
+    if REUSE:
+        return _reused(kernel, append, out)
     for d in (out, second):
         shutil.rmtree(d, ignore_errors=True)
     out.mkdir(parents=True)
@@ -193,6 +200,16 @@ def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
                     "".join(log for _, log, _ in runs), commit)
 
 
+def _reused(kernel: str, append: str, out: pathlib.Path) -> GuestRun:
+    if not (out / "vm.log").is_file():
+        raise FileNotFoundError(f"STORM_TEST_REUSE: no {out}/vm.log")
+    def read(name: str, default: str) -> str:
+        f = out / name
+        return f.read_text().strip() if f.is_file() else default
+    return GuestRun(kernel, append, out, int(read("vm.rc", "0")),
+                    read("vm.log", ""), read("vm.commit", ""))
+
+
 def _run_guest(cmd: list[str], out: pathlib.Path) -> tuple[int, str, str]:
     # A guest slot for as long as QEMU runs: a split full boot's two
     # guests take both, and the next boot waits instead of making three
@@ -209,6 +226,8 @@ def _run_guest(cmd: list[str], out: pathlib.Path) -> tuple[int, str, str]:
                               stderr=subprocess.STDOUT,
                               timeout=GUEST_TIMEOUT + 120)
     (out / "vm.log").write_text(proc.stdout)
+    (out / "vm.rc").write_text(f"{proc.returncode}\n")
+    (out / "vm.commit").write_text(f"{commit}\n")
     return proc.returncode, proc.stdout, commit
 
 
@@ -369,8 +388,12 @@ def pytest_collection_finish(session):
     # boots and the short idle=poll ones, so that the two pool workers
     # end at about the same time: one runs a full boot then the A/A,
     # the other a full boot then both idle boots.
-    order = sorted(needed, key=lambda key: (list(BOOT_GROUPS).index(key[2]),
-                                            KERNELS.index(key[0])))
+    # (a test may name a kernel of its own: after those under test)
+    kernels = list(KERNELS)
+    order = sorted(needed, key=lambda key: (
+        list(BOOT_GROUPS).index(key[2]),
+        kernels.index(key[0]) if key[0] in kernels else len(kernels),
+        key[0]))
     for key in order:
         if key[2] == "full":
             start_boot(*key)
