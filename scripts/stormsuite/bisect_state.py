@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import classify, compare, metrics, runs, stats
+from . import classify, compare, metrics, runs, stats, verdict
 
 
 def resolve_metric(name: str, storm: str, available: list[str]) -> str:
@@ -71,7 +71,7 @@ class Reading:
         self.name = resolve_metric(self.asked, self.storm, sorted(by_name))
         metric, values = by_name[self.name]
         self.kind = metric.kind
-        self.summary = compare.verdict.summary_of(metric)
+        self.summary = verdict.summary_of(metric)
         ticks = by_name.get(metrics.TICKS_OF(self.name))
         if self.tick_slope is not None and self.tick_ref is not None \
                 and ticks is not None and ticks[1] is not values:

@@ -38,8 +38,8 @@ storm_started() {
 hotplug_load() {
 	hl_module=$1
 	shift
-	case_insmod "$hl_module" timeout=120 "$@" &
-	hl_pid=$!
+	case_insmod_bg "$hl_module" timeout=120 "$@"
+	hl_pid=$insmod_pid
 	# The clock starts with the storm's threads, not with insmod: a load
 	# takes over 10 s on a KASAN guest, and an event before the storm
 	# starts only gets the load refused.

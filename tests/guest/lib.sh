@@ -63,6 +63,7 @@ case_open() {
 
 # case_close MODULE: the hook while it is in, the unload, the log since
 # the mark, the hook
+# shellcheck disable=SC2154 # mark: set by dmesg_mark
 case_close() {
 	hook loaded "$dir"
 	unload "$1" "$dir"
@@ -89,11 +90,22 @@ storm_threads() {
 	done
 }
 
-# case_insmod MODULE [PARAM=VALUE...]: the case's load, stderr kept
+# case_insmod MODULE [PARAM=VALUE...]: the case's load, stderr kept.
+# Not for `&`: $! would be the subshell running the function, which a
+# signal ends without reaching insmod (case_insmod_bg is).
 case_insmod() {
 	ci_module=$1
 	shift
 	insmod "$KO/$ci_module.ko" "$@" 2>>"$dir/stderr"
+}
+
+# case_insmod_bg MODULE [PARAM=VALUE...]: case_insmod in the background,
+# insmod's own PID in $insmod_pid
+case_insmod_bg() {
+	ci_module=$1
+	shift
+	insmod "$KO/$ci_module.ko" "$@" 2>>"$dir/stderr" &
+	insmod_pid=$!
 }
 
 # storm_case NAME MODULE [PARAM=VALUE...]
@@ -126,12 +138,11 @@ storm_quick_case() {
 # the load of storm_signal_case: TERM, not INT (a non-interactive sh
 # starts background jobs with SIGINT ignored), 3 s in
 signal_load() {
-	case_insmod "$@" &
-	sl_pid=$!
+	case_insmod_bg "$@"
 	sleep 3
 	start=$(date +%s)
-	kill -TERM "$sl_pid"
-	wait "$sl_pid"
+	kill -TERM "$insmod_pid"
+	wait "$insmod_pid"
 	sl_rc=$?
 	seconds_since "$start" >"$dir/stop_seconds"
 	return $sl_rc
@@ -151,12 +162,11 @@ storm_signal_case() {
 
 # the load of storm_rmmod_during_case
 rmmod_during_load() {
-	case_insmod "$@" &
-	rl_pid=$!
+	case_insmod_bg "$@"
 	sleep 2
 	rmmod "$1" 2>"$dir/early_stderr"
 	echo $? >"$dir/early_rmmod_rc"
-	wait "$rl_pid"
+	wait "$insmod_pid"
 }
 
 # rmmod 2 s into a foreground storm: refused at once (the module is not
