@@ -7,11 +7,13 @@ would run is caught instead."""
 from __future__ import annotations
 
 import contextlib
+import json
 import pathlib
 
 import pytest
 
 from stormsuite import ab, bisect, guest, kbuild, matrix, seeds, vm
+from stormsuite.bisect_state import BisectState
 from stormsuite.seeds import common
 
 
@@ -87,9 +89,13 @@ def test_bisect_boots_kvm_guests(monkeypatch, vm_argv, tmp_path):
     state = {"storm": "ipistorm", "params": [], "good": "g" * 40,
              "append": "", "cpus": 4, "memory": "2G", "timeout": 60,
              "insn": False, "accel": "kvm", "runs": 1, "warmup": 0,
-             "results": str(tmp_path / "runs"), "jobs": 1}
+             "results": str(tmp_path / "runs"), "jobs": 1,
+             "dir": str(tmp_path), "tree": str(tmp_path)}
+    # through state.json, as a step reads it
+    (tmp_path / "state.json").write_text(json.dumps(state))
     with pytest.raises(bisect.MeasureError):
-        bisect.build_and_boot(state, [("b" * 40, 1)])
+        bisect.build_and_boot(BisectState.load(tmp_path / "state.json"),
+                              [("b" * 40, 1)])
     assert [accel_of(c) for c in vm_argv] == ["kvm"]
 
 
