@@ -13,5 +13,6 @@ dmesg_mark
 python3 tests/guest/faults.py --ko "$KO" --out "$OUT/faults.json" \
 	>"$OUT/faults.log" 2>&1
 echo $? >"$OUT/faults.rc"
+# shellcheck disable=SC2154 # mark: set by dmesg_mark
 dmesg_since "$mark" >"$OUT/faults.dmesg"
 cat "$OUT/faults.log"

@@ -39,6 +39,7 @@ hotplug_load() {
 	hl_module=$1
 	shift
 	case_insmod_bg "$hl_module" timeout=120 "$@"
+	# shellcheck disable=SC2154 # insmod_pid: set by case_insmod_bg
 	hl_pid=$insmod_pid
 	# The clock starts with the storm's threads, not with insmod: a load
 	# takes over 10 s on a KASAN guest, and an event before the storm
@@ -67,9 +68,8 @@ hotplug_case() {
 	[ "$event" = on ] && cpu_set "$cpu" 0
 	capture_load "$dir" "$module" hotplug_load "$module" "$@"
 	echo $? >"$dir/rc"
-	unload "$module" "$dir"
+	case_close "$module"
 	storm_threads >"$dir/threads_after"
-	dmesg_since "$mark" >"$dir/dmesg"
 	echo "case $name: rc=$(cat "$dir/rc") in $(cat "$dir/seconds") s"
 }
 
@@ -135,6 +135,7 @@ rcu_tasks_case() {
 	[ -e "/sys/kernel/debug/$module/result" ] && echo over >"$dir/over"
 	unload "$module" "$dir"
 	storm_threads >"$dir/threads_after"
+	# shellcheck disable=SC2154 # mark: set by dmesg_mark
 	dmesg_since "$mark" >"$dir/dmesg"
 	echo "case $name: bpftrace rc=$(cat "$dir/rc") in $(cat "$dir/seconds") s"
 }

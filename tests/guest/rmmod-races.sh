@@ -33,6 +33,7 @@ race_loop() {
 	echo $? >"$dir/rc"
 	grep -c "^$module " /proc/modules >"$dir/loaded_after"
 	storm_threads >"$dir/threads_after"
+	# shellcheck disable=SC2154 # mark: set by dmesg_mark
 	dmesg_since "$mark" >"$dir/dmesg"
 	echo "race $module: $(cat "$dir/out"), $(grep -c 'unloaded before' "$dir/dmesg") before the report"
 }
