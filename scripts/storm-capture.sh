@@ -30,9 +30,19 @@ dmesg_since() {
 # once; where udev does not run, nothing.
 udev_settle() {
 	command -v udevadm >/dev/null 2>&1 || return 0
-	settle_start=$(date +%s)
+	uptime_s
+	settle_start=$uptime_s
 	udevadm settle --timeout=60 2>/dev/null
-	echo "rc=$? seconds=$(($(date +%s) - settle_start))"
+	settle_rc=$?
+	uptime_s
+	echo "rc=$settle_rc seconds=$((uptime_s - settle_start))"
+}
+
+# Whole seconds since boot in $uptime_s, for the durations a capture
+# reports (read, not `date`: a fork costs a TCG guest).
+uptime_s() {
+	read -r uptime_s _ </proc/uptime
+	uptime_s=${uptime_s%.*}
 }
 
 # capture_load DIR MODULE LOAD...: one load of a storm. Settles udev

@@ -255,10 +255,11 @@ def boot(kernel: str, append: str = "", group: str = "full",
 # storm vm --numa 2, booted for 6.1 only; "possible" a machine with more
 # possible than online CPUs (3 vCPUs, the third never brought up);
 # "bigcpus" 2048 possible CPUs on 2 vCPUs (6.1 only: 6.12 ignores
-# possible_cpus=).
+# possible_cpus=). In the order they boot, the longest first, so that the
+# two pool workers run out of boots at about the same time.
 BOOT_GROUPS = {"full": ("", GUEST_CPUS), "idle": ("idle=poll", 2),
-               "numa": ("", GUEST_CPUS), "possible": ("maxcpus=2", 3),
-               "bigcpus": ("possible_cpus=2048", 2)}
+               "bigcpus": ("possible_cpus=2048", 2),
+               "numa": ("", GUEST_CPUS), "possible": ("maxcpus=2", 3)}
 
 
 def boots_needed(item) -> set[tuple[str, str, str, int]]:
@@ -384,10 +385,10 @@ def pytest_collection_finish(session):
         if job is not None:
             jobs.setdefault(item.module.__name__, job)
     _planned.update(needed)
-    # The A/A matrix (four short boots in a row) goes between the full
-    # boots and the short idle=poll ones, so that the two pool workers
-    # end at about the same time: one runs a full boot then the A/A,
-    # the other a full boot then both idle boots.
+    # The test modules' guest jobs and the A/A matrix (minutes each, a
+    # few boots in a row) go between the full boots and the short boots,
+    # and those in BOOT_GROUPS' order: the longest work first, so that
+    # the two pool workers end at about the same time.
     # (a test may name a kernel of its own: after those under test)
     kernels = list(KERNELS)
     order = sorted(needed, key=lambda key: (

@@ -60,7 +60,7 @@ def test_refused_load_runs_no_window(guest):
     assert insn.parse_marks(case.file("loop-refused")) == []
 
 
-RUNS = 6                # each set of check-insn.sh: 3 rounds of 2 runs
+RUNS = 6                # each set of check-insn.sh: 2 rounds of 3 runs
 CALLS = 20000
 
 

@@ -45,7 +45,9 @@ hotplug_load() {
 	# takes over 10 s on a KASAN guest, and an event before the storm
 	# starts only gets the load refused.
 	storm_started "$hl_pid"
-	start=$(date +%s)
+	uptime_s
+	# shellcheck disable=SC2154 # uptime_s: set by the function uptime_s
+	start=$uptime_s
 	sleep 1
 	if [ "$event" = on ]; then
 		cpu_set "$cpu" 1
@@ -67,10 +69,12 @@ hotplug_case() {
 	printf '%s\n' "$*" >"$dir/params"
 	[ "$event" = on ] && cpu_set "$cpu" 0
 	capture_load "$dir" "$module" hotplug_load "$module" "$@"
-	echo $? >"$dir/rc"
+	hc_rc=$?
+	echo $hc_rc >"$dir/rc"
 	case_close "$module"
 	storm_threads >"$dir/threads_after"
-	echo "case $name: rc=$(cat "$dir/rc") in $(cat "$dir/seconds") s"
+	read -r hc_seconds <"$dir/seconds"
+	echo "case $name: rc=$hc_rc in $hc_seconds s"
 }
 
 hotplug_case hp_single_target ipistorm 1 off single=1 cpulist=0 offset=1
@@ -95,7 +99,8 @@ storm_timed_case() {
 	# the clock is the storm's: udev's backlog from the hotplug cases
 	# can take a minute to settle on the debug kernel
 	udev_settle >/dev/null
-	start=$(date +%s)
+	uptime_s
+	start=$uptime_s
 	storm_case "$name" "$@"
 	seconds_since "$start" >"$OUT/$name/seconds"
 }
@@ -126,7 +131,8 @@ rcu_tasks_case() {
 	dmesg_mark
 	insmod "$KO/$module.ko" background=1 timeout=120 "$@" 2>"$dir/stderr"
 	sleep 2
-	start=$(date +%s)
+	uptime_s
+	start=$uptime_s
 	timeout 110 bpftrace -e 'kfunc:vmlinux:vfs_read { @n = count(); }
 		interval:s:1 { exit(); }' >"$dir/bpftrace.out" 2>"$dir/bpftrace.err"
 	echo $? >"$dir/rc"

@@ -47,7 +47,7 @@ hook() {
 }
 
 unload() {
-	if grep -q "^$1 " /proc/modules; then
+	if [ -d "/sys/module/$1" ]; then
 		rmmod "$1" 2>>"$2/stderr"
 		echo $? >"$2/rmmod_rc"
 	fi
@@ -56,7 +56,8 @@ unload() {
 # case_open NAME: its directory in $dir, the hook, a mark in the log
 # (capture_load takes its own, later)
 case_open() {
-	dir=$(case_dir "$1")
+	dir=$OUT/$1
+	mkdir -p "$dir"
 	hook before "$dir"
 	dmesg_mark
 }
@@ -71,8 +72,11 @@ case_close() {
 	hook after "$dir"
 }
 
+# seconds_since START: whole seconds since START, an $uptime_s
+# shellcheck disable=SC2154 # uptime_s: set by storm-capture.sh's uptime_s
 seconds_since() {
-	echo $(($(date +%s) - $1))
+	uptime_s
+	echo $((uptime_s - $1))
 }
 
 # cpu_set CPU 0|1: take a CPU offline or bring it online
@@ -115,9 +119,10 @@ storm_case() {
 	case_open "$name"
 	printf '%s\n' "$*" >"$dir/params"
 	capture_load "$dir" "$module" case_insmod "$module" "$@"
-	echo $? >"$dir/rc"
+	case_rc=$?
+	echo $case_rc >"$dir/rc"
 	case_close "$module"
-	echo "case $name: insmod rc=$(cat "$dir/rc")"
+	echo "case $name: insmod rc=$case_rc"
 }
 
 # storm_quick_case NAME MODULE [PARAM=VALUE...]: what a test reads of a
@@ -140,7 +145,8 @@ storm_quick_case() {
 signal_load() {
 	case_insmod_bg "$@"
 	sleep 3
-	start=$(date +%s)
+	uptime_s
+	start=$uptime_s
 	kill -TERM "$insmod_pid"
 	wait "$insmod_pid"
 	sl_rc=$?
@@ -157,7 +163,8 @@ storm_signal_case() {
 	capture_load "$dir" "$module" signal_load "$module" "$@"
 	echo $? >"$dir/rc"
 	case_close "$module"
-	echo "case $name: stopped in $(cat "$dir/stop_seconds") s"
+	read -r stop_seconds <"$dir/stop_seconds"
+	echo "case $name: stopped in $stop_seconds s"
 }
 
 # the load of storm_rmmod_during_case
@@ -178,7 +185,8 @@ storm_rmmod_during_case() {
 	capture_load "$dir" "$module" rmmod_during_load "$module" "$@"
 	echo $? >"$dir/rc"
 	case_close "$module"
-	echo "case $name: early rmmod rc=$(cat "$dir/early_rmmod_rc")"
+	read -r early_rc <"$dir/early_rmmod_rc"
+	echo "case $name: early rmmod rc=$early_rc"
 }
 
 # the load of storm_background_case: insmod's own status in $dir/rc;
@@ -197,7 +205,8 @@ background_load() {
 		echo running >"$dir/state_before_rmmod"
 	fi
 	hook loaded "$dir"
-	start=$(date +%s)
+	uptime_s
+	start=$uptime_s
 	rmmod "$1" 2>>"$dir/stderr"
 	echo $? >"$dir/rmmod_rc"
 	seconds_since "$start" >"$dir/stop_seconds"
@@ -213,7 +222,8 @@ storm_background_case() {
 	capture_load "$dir" "$module" background_load "$module" "$@"
 	dmesg_since "$mark" >"$dir/dmesg"
 	hook after "$dir"
-	echo "case $name: rmmod took $(cat "$dir/stop_seconds") s"
+	read -r stop_seconds <"$dir/stop_seconds"
+	echo "case $name: rmmod took $stop_seconds s"
 }
 
 # the load of storm_background_done_case: until the result is there
@@ -233,7 +243,8 @@ storm_background_done_case() {
 	shift 2
 	case_open "$name"
 	capture_load "$dir" "$module" background_done_load "$module" "$@"
-	echo $? >"$dir/rc"
+	case_rc=$?
+	echo $case_rc >"$dir/rc"
 	case_close "$module"
-	echo "case $name: insmod rc=$(cat "$dir/rc")"
+	echo "case $name: insmod rc=$case_rc"
 }
