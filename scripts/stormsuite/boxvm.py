@@ -18,16 +18,18 @@ import argparse
 import dataclasses
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 
-from . import REPO, boximage, ktest
+from . import REPO, boximage, kbuild, ktest
 
 STATE = REPO / "build" / "box" / "vm"
 TEMPLATE = REPO / "configs" / "box" / "testvm.conf"
+KERNEL_FRAGMENT = REPO / "configs" / "box" / "testvm-kernel.config"
 # Under TCG: the boot panic "IO-APIC + timer doesn't work!" (README);
 # the serial console is where ktest.pl reads the boot.
 APPEND = "root=/dev/vda rw console=ttyS0,115200 no_timer_check"
@@ -188,6 +190,22 @@ def stop(vm: VM = VM(), timeout: float = 20) -> bool:
     return True
 
 
+def kconfig(tree: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
+    """Write to out the .config a kernel for this VM starts from
+    (storm box build --kconfig): allnoconfig, configs/guest.config and
+    configs/box/testvm-kernel.config, configured from tree in a build
+    directory of its own (the tree stays clean). storm box build forces
+    configs/box.config on top, as on any box."""
+    work = STATE / "kconfig"
+    work.mkdir(parents=True, exist_ok=True)
+    kbuild.configure(tree.resolve(), work,
+                     kbuild.merged_fragment([KERNEL_FRAGMENT]), jobs=1,
+                     progress=False)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(work / ".config", out)
+    return out
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box vm",
@@ -195,8 +213,15 @@ def parser() -> argparse.ArgumentParser:
         "image (storm box image, built first if missing) in a TCG VM "
         "reached on a loopback ssh port, and prints the box config to "
         "give storm box (--config); reset power-cycles it (ktest.pl's "
-        "POWER_CYCLE); stop ends it.")
-    p.add_argument("action", choices=("start", "reset", "stop", "config"))
+        "POWER_CYCLE); stop ends it; kconfig writes the .config a "
+        "kernel for it starts from (--tree, --out; give it to storm box "
+        "build, ab or bisect-test as --kconfig).")
+    p.add_argument("action",
+                   choices=("start", "reset", "stop", "config", "kconfig"))
+    p.add_argument("--tree", type=pathlib.Path,
+                   help="kconfig: the kernel source tree")
+    p.add_argument("--out", type=pathlib.Path,
+                   help="kconfig: where the .config goes")
     p.add_argument("--kernel", default="6.1",
                    help="the kernel it powers on with: 6.1, 6.12 or a "
                    "release in the image (default 6.1)")
@@ -222,12 +247,17 @@ def main(argv: list[str]) -> int:
             print(vm.config)
         elif args.action == "reset":
             reset(vm)
+        elif args.action == "kconfig":
+            if args.tree is None or args.out is None:
+                p.error("kconfig needs --tree and --out")
+            print(kconfig(args.tree, args.out))
         elif args.action == "stop":
             if not stop(vm):
                 print("storm box vm: none runs", file=sys.stderr)
         else:
             print(vm.config)
-    except (VMError, boximage.ImageError, ktest.ConfigError, OSError) as e:
+    except (VMError, boximage.ImageError, ktest.ConfigError,
+            kbuild.BuildError, OSError) as e:
         print(f"storm box vm: {e}", file=sys.stderr)
         return 1
     return 0
