@@ -62,7 +62,13 @@ capture_load() {
 	"$@"
 	cl_rc=$?
 	cat /proc/interrupts >"$cl_dir/interrupts.after"
-	cat "$debugfs/$cl_module/result" \
-		>"$cl_dir/result" 2>/dev/null || rm -f "$cl_dir/result"
+	keep_result "$cl_dir" "$cl_module"
 	return "$cl_rc"
+}
+
+# keep_result DIR MODULE: MODULE's result file as DIR/result, or no
+# DIR/result where the load left none
+# shellcheck disable=SC2154 # debugfs: the sourcing script's
+keep_result() {
+	cat "$debugfs/$2/result" >"$1/result" 2>/dev/null || rm -f "$1/result"
 }

@@ -39,7 +39,8 @@ case_dir() {
 	mkdir -p "$OUT/$1" && printf '%s\n' "$OUT/$1"
 }
 
-# capture_load, dmesg_mark, dmesg_since and udev_settle: storm run's own
+# capture_load, keep_result, dmesg_mark, dmesg_since, udev_settle and
+# uptime_s: storm run's own
 . scripts/storm-capture.sh
 
 hook() {
@@ -135,8 +136,7 @@ storm_quick_case() {
 	case_open "$name"
 	case_insmod "$module" "$@"
 	echo $? >"$dir/rc"
-	cat "$debugfs/$module/result" >"$dir/result" 2>/dev/null ||
-		rm -f "$dir/result"
+	keep_result "$dir" "$module"
 	case_close "$module"
 }
 
