@@ -34,9 +34,10 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # What the box runs beyond minbase: the ssh server storm and ktest reach
 # it through, kexec-tools for the reboot into the next kernel, systemd
 # (init, udev, networkd, the serial getty whose "login:" ktest waits
-# for), kmod for insmod, and procps/iproute2 for a person at the console.
+# for), kmod for insmod, bzip2 for ktest.pl's install of a kernel's
+# modules (a tar -j), and procps/iproute2 for a person at the console.
 PACKAGES = ("openssh-server", "kexec-tools", "systemd-sysv", "udev", "kmod",
-            "iproute2", "procps")
+            "bzip2", "iproute2", "procps")
 # Free space in the image beyond its files: run captures, the modules.
 SPARE_MIB = 256
 # Units masked: timers that would start work in the middle of a
