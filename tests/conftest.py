@@ -4,6 +4,7 @@ in-guest check scripts once per (kernel, boot arguments) for every test."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -110,6 +111,7 @@ _pool = concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_BOOTS)
 _guest_slots = threading.BoundedSemaphore(PARALLEL_BOOTS)
 _runs: dict[tuple[str, str, str, int], concurrent.futures.Future] = {}
 _planned: set[tuple[str, str, str, int]] = set()   # by collection
+_split_slots_taken = threading.Event()
 
 
 # STORM_TEST_SPLIT="drivers safety": the full boot's check scripts run in
@@ -136,8 +138,11 @@ def _vm_cmd(kernel: str, append: str, group: str, cpus: int,
     g = Guest(kernel, append, cpus, timeout=GUEST_TIMEOUT,
               numa=NUMA_NODES if group == "numa" else 1,
               insn=group != NO_INSN_GROUP)
-    return vm_command(g, ["sh", "tests/guest/run-all.sh", str(out), group,
-                          *checks], rwdirs=[out])
+    # A debug kernel's run reads nothing of check-insn.sh's A/A but its
+    # log: one run a set (a storm run takes minutes under KASAN)
+    env = ["env", "INSN_ROUNDS=1", "INSN_RUNS=1"] if DEBUG_KERNEL else []
+    return vm_command(g, [*env, "sh", "tests/guest/run-all.sh", str(out),
+                          group, *checks], rwdirs=[out])
 
 
 def split_checks(second: list[str]) -> tuple[list[str], list[str]]:
@@ -179,17 +184,36 @@ def _boot_now(kernel: str, append: str, group: str, cpus: int) -> GuestRun:
     for d in (out, second):
         shutil.rmtree(d, ignore_errors=True)
     out.mkdir(parents=True)
-    if group == "full" and SPLIT:
-        second.mkdir(parents=True)
-        first_checks, second_checks = split_checks(SPLIT)
+    split = group == "full" and bool(SPLIT)
+    if split:
+        try:
+            second.mkdir(parents=True)
+            first_checks, second_checks = split_checks(SPLIT)
+        except BaseException:
+            _split_slots_taken.set()   # the other boots wait for it
+            raise
         parts = [(out, first_checks), (second, second_checks)]
+        # both slots before any other boot takes one: the semaphore
+        # serves its waiters in no set order, and the half left waiting
+        # would start only after the short boots
+        for _ in parts:
+            _guest_slots.acquire()
+        _split_slots_taken.set()
     else:
         parts = [(out, [])]
-    with concurrent.futures.ThreadPoolExecutor(len(parts)) as guests:
-        runs = list(guests.map(
-            lambda part: _run_guest(
-                _vm_cmd(kernel, append, group, cpus, *part), part[0]),
-            parts))
+        if SPLIT and any(key[2] == "full" for key in _planned):
+            _split_slots_taken.wait()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(len(parts)) as guests:
+            runs = list(guests.map(
+                lambda part: _run_guest(
+                    _vm_cmd(kernel, append, group, cpus, *part), part[0],
+                    slot=not split),
+                parts))
+    finally:
+        if split:
+            for _ in parts:
+                _guest_slots.release()
     # the commit of the guest that ran the drivers' checks (under a split
     # either guest may; their run files record the commit it started at)
     commit = runs[-1][2] if (second / "drivers").is_dir() else runs[0][2]
@@ -210,12 +234,13 @@ def _reused(kernel: str, append: str, out: pathlib.Path) -> GuestRun:
                     read("vm.log", ""), read("vm.commit", ""))
 
 
-def _run_guest(cmd: list[str], out: pathlib.Path) -> tuple[int, str, str]:
-    # A guest slot for as long as QEMU runs: a split full boot's two
-    # guests take both, and the next boot waits instead of making three
-    # guests share two host cores (their counts of IPIs to polling or
-    # busy CPUs move with the host's load).
-    with _guest_slots:
+def _run_guest(cmd: list[str], out: pathlib.Path,
+               slot: bool = True) -> tuple[int, str, str]:
+    # A guest slot for as long as QEMU runs (slot=False: the caller holds
+    # it): a split full boot's two guests take both, and the next boot
+    # waits instead of making three guests share two host cores (their
+    # counts of IPIs to polling or busy CPUs move with the host's load).
+    with _guest_slots if slot else contextlib.nullcontext():
         # what storm vm records as the suite's commit, read as it starts
         # (a guest may wait for its slot while a commit lands)
         commit = subprocess.run(
