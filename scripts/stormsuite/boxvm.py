@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 from . import REPO, boximage, kbuild, ktest
@@ -193,16 +194,17 @@ def stop(vm: VM = VM(), timeout: float = 20) -> bool:
 def kconfig(tree: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
     """Write to out the .config a kernel for this VM starts from
     (storm box build --kconfig): allnoconfig, configs/guest.config and
-    configs/box/testvm-kernel.config, configured from tree in a build
-    directory of its own (the tree stays clean). storm box build forces
+    configs/box/testvm-kernel.config, configured from tree in a scratch
+    build directory (the tree stays clean; kbuild.configure would keep a
+    .config made from another tree). storm box build forces
     configs/box.config on top, as on any box."""
-    work = STATE / "kconfig"
-    work.mkdir(parents=True, exist_ok=True)
-    kbuild.configure(tree.resolve(), work,
-                     kbuild.merged_fragment([KERNEL_FRAGMENT]), jobs=1,
-                     progress=False)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(work / ".config", out)
+    STATE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=STATE, prefix="kconfig-") as work:
+        kbuild.configure(tree.resolve(), pathlib.Path(work),
+                         kbuild.merged_fragment([KERNEL_FRAGMENT]), jobs=1,
+                         progress=False)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pathlib.Path(work) / ".config", out)
     return out
 
 
