@@ -189,6 +189,27 @@ def test_unknown_subcommand():
     assert "unknown command" in res.stderr
 
 
+def test_vm_kconfig_needs_a_tree_and_a_file():
+    res = subprocess.run([sys.executable, "-m", "stormsuite", "box", "vm",
+                          "kconfig", "--out", "/nonexistent/x"],
+                         cwd=REPO, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO / "scripts")})
+    assert res.returncode == 2
+    assert "kconfig needs --tree and --out" in res.stderr
+
+
+def test_vm_kconfig_of_a_tree_that_is_not_one(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "stormsuite", "box", "vm",
+                          "kconfig", "--tree", str(tmp_path), "--out",
+                          str(tmp_path / "out.config")],
+                         cwd=REPO, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO / "scripts"),
+                              "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 1
+    assert res.stderr.startswith("storm box vm: ")
+    assert not (tmp_path / "out.config").exists()
+
+
 def test_ab_checks_out_each_side_apart(tmp_path, monkeypatch):
     """storm box ab's sources: worktrees of the user's tree at the base,
     and at the base with the patch; the user's checkout untouched."""
