@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import REPO
-from stormsuite import box, boximage, boxvm, ktest, runs
+from stormsuite import box, boxbisect, boximage, boxvm, ktest, runs
 
 BOX_CONF = REPO / "configs" / "box" / "box.conf"
 TESTVM_CONF = REPO / "configs" / "box" / "testvm.conf"
@@ -171,14 +171,16 @@ def test_mirror_from_deb822_sources(tmp_path):
 def test_vm_config_points_at_the_template(tmp_path):
     vm = boxvm.VM(tmp_path)
     image = boximage.Image(tmp_path / "img")
-    cfg = write(tmp_path / "box.conf", boxvm.config_text(vm, image, 4242))
+    cfg = write(tmp_path / "box.conf",
+                boxvm.config_text(vm, image, 4242, "6.1.0-56-amd64"))
     read = ktest.read_config(cfg)
     assert "-p" in read.ssh and "4242" in read.ssh
     assert str(image.key) in read.ssh
     assert read.options["CONSOLE"] == f"tail -n0 -F {vm.console}"
     assert read.options["REBOOT_TYPE"] == "script"
-    assert "kexec -l /boot/vmlinuz-${STORM_KERNEL}" in \
-        read.options["REBOOT_SCRIPT"]
+    assert "ls -t vmlinuz-*${STORM_KERNEL} " in read.options["REBOOT_SCRIPT"]
+    assert read.variables["BOX_GOOD_KERNEL"] == "6.1.0-56-amd64"
+    assert "kexec -l /boot/vmlinuz-$k " in read.options["SWITCH_TO_GOOD"]
 
 
 def test_unknown_subcommand():
@@ -334,7 +336,7 @@ def test_bisect_test_decides_one_boot(side, want):
     sides = [runs.resolve(str(d))[0].boots for d in sorted(AB_000.iterdir())
              if d.is_dir()]
     good, bad = sides[0][:2], sides[1][:2]
-    v, metric = box.decide(sides[side][2], good, bad, "ipistorm",
+    v, metric = boxbisect.decide(sides[side][2], good, bad, "ipistorm",
                            "ipis_sent_per_call")
     assert v.decision == want, (v, metric)
     assert metric == "ipistorm.ipis_sent_per_call"
@@ -395,3 +397,113 @@ TARGET_IMAGE = /boot/vmlinuz-test
     left = subprocess.run(["pgrep", "-f", str(console)],
                           capture_output=True, text=True).stdout.split()
     assert left == []
+
+
+def git_commits(tree: pathlib.Path, files: list[tuple[str, str]]) -> list[str]:
+    """A repository whose commits each add one file; their shas."""
+    def git(*a: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(tree), "-c", "user.name=t",
+             "-c", "user.email=t@t", *a],
+            check=True, capture_output=True, text=True).stdout.strip()
+    tree.mkdir()
+    git("init", "-q")
+    shas = []
+    for name, text in files:
+        write(tree / name, text)
+        git("add", name)
+        git("commit", "-q", "-m", f"add {name}")
+        shas.append(git("rev-parse", "HEAD"))
+    return shas
+
+
+@pytest.fixture
+def stand_in_bisect(tmp_path, ktest_pl):
+    """ktest.pl's bisect as storm box bisect configures it (bisect_run),
+    against a stand-in box whose kernel is the checked-out commit, with a
+    stand-in for bisect-test (a script of the checkout): run(script) is
+    ktest.pl's exit status, its log, the commits and the ones tested."""
+    rebooted = tmp_path / "rebooted"
+    console = write(tmp_path / "console.sh", f"""while :; do
+    if [ -e {rebooted} ]; then
+        rm {rebooted}; echo 'Linux version 6.1.0-test'; echo 'box login:'
+    fi
+    sleep 0.2
+done
+""")
+    tree = tmp_path / "linux"
+    # what ktest.pl makes in a bisect: mrproper, olddefconfig, the build
+    mk = ("all mrproper olddefconfig:\n\t@true\n"
+          "kernelrelease:\n\t@echo 6.1.0-storm-bisect+\n")
+    shas = git_commits(tree, [("Makefile", mk), ("a", ""), ("b", ""),
+                              ("slow", ""), ("c", ""), ("d", "")])
+    conf = write(tmp_path / "box.conf", f"""MACHINE = standin
+SSH_USER = root
+SSH_EXEC = true $SSH_COMMAND
+REBOOT = touch {rebooted}
+REBOOT_TYPE = script
+REBOOT_SCRIPT = true
+POWER_CYCLE = false
+CONSOLE = sh {console}
+BISECT_SLEEP_TIME = 5
+BUILD_DIR = ${{STORM_BUILD_DIR}}
+OUTPUT_DIR = ${{STORM_OUTPUT_DIR}}
+LOCALVERSION = ${{STORM_LOCALVERSION}}
+BUILD_TARGET = arch/x86/boot/bzImage
+TARGET_IMAGE = /boot/vmlinuz-test
+""")
+    stand_in = box.Box(conf, [], "storm", ktest_pl)
+    run = boxbisect.bisect_run(
+        stand_in, tree, shas[0], shas[-1], ("good@1", "bad@1"),
+        tmp_path / "cfg", box.Design("ipistorm", ("numipi=10",)), "auto",
+        tmp_path / "results")
+    opts = dict(run.options)
+    assert run.kernel == "-storm-bisect+"
+    assert opts["BISECT_GOOD"] == shas[0] and opts["BISECT_BAD"] == shas[-1]
+    assert opts["BUILD_TYPE"] == f"useconfig:{tmp_path / 'cfg'}"
+    assert opts["TEST"].startswith(f"{box.STORM} box bisect-test --config "
+                                   f"{conf} --kernel {run.output_dir} "
+                                   "--good good@1 --bad bad@1 ")
+    write(tmp_path / "cfg", "CONFIG_SMP=y\n")
+    tested = tmp_path / "tested"
+
+    def bisect(script: str):
+        verdict = write(tmp_path / "verdict.sh", f"cd {tree}\n"
+                        f"git rev-parse HEAD >>{tested}\n{script}")
+        # what this test cannot do: install, measure
+        opts.update(NO_INSTALL="1", TEST=f"sh {verdict}")
+        k = write(tmp_path / "k.conf", ktest.config_text(
+            conf, ktest.Run(run.kernel, tree, tree, run.localversion,
+                            tuple(opts.items())), "t"))
+        log = tmp_path / "ktest.log"
+        rc = ktest.run(ktest_pl, k, log, timeout=300)
+        return rc, log, shas, tested.read_text().split()
+    return bisect
+
+
+def test_ktest_bisects_with_storm_box_bisects_test(stand_in_bisect):
+    """bad where the commit has the file `slow`: ktest.pl tests the
+    commits git bisect asks for and names the one that added it; every
+    commit tested is judged in its log as the test said."""
+    rc, log, shas, tested = stand_in_bisect("[ ! -e slow ]\n")
+    assert rc == 0, log.read_text()[-3000:]
+    found = boxbisect.outcome(log)
+    assert found.first_bad == shas[3]
+    assert found.judged[:2] == [("good", shas[0]), ("bad", shas[-1])]
+    assert [sha for _, sha in found.judged[2:]] == tested
+    for v, sha in found.judged[2:]:
+        assert v == ("bad" if shas.index(sha) >= 3 else "good"), sha
+    assert 2 <= len(tested) <= 3
+
+
+def test_an_undecided_commit_stops_the_bisect(stand_in_bisect):
+    """bisect-test's undecided (125) stops ktest.pl's bisect at that
+    commit: not a skip, which ktest.pl's run_bisect_test counts as a
+    pass (good)."""
+    rc, log, shas, tested = stand_in_bisect("exit 125\n")
+    text = log.read_text()
+    assert rc != 0
+    assert len(tested) == 1 and "test abort" in text, text[-3000:]
+    found = boxbisect.outcome(log)
+    assert found.first_bad is None
+    assert found.judged == [("good", shas[0]), ("bad", shas[-1])]

@@ -4,6 +4,7 @@
     storm box matrix --config BOX --kernel A --kernel B [--boots N] STORM ...
     storm box ab     --config BOX --tree LINUX --base REV --patch FILE STORM
     storm box build  --config BOX --tree LINUX [--kconfig FILE] --name NAME
+    storm box bisect --config BOX --tree LINUX --good REV --bad REV STORM
     storm box bisect-test --config BOX --kernel TREE --good SET --bad SET STORM
     storm box image | vm start|reset|stop     the test box without hardware
 
@@ -20,7 +21,9 @@ on a splat in the box's dmesg. `matrix` alternates the kernels boot by
 boot (A B, B A, ...), a reboot before every boot, so that boots stay the
 unit of replication, then compares as storm matrix does. `build` is
 ktest.pl's build and install (olddefconfig on the box's own config plus
-configs/box.config, what the storms need) of a kernel tree.
+configs/box.config, what the storms need) of a kernel tree. `bisect`
+and `bisect-test` (boxbisect.py) are ktest.pl's bisect with storm's
+verdict as its test.
 """
 
 from __future__ import annotations
@@ -610,6 +613,15 @@ def build_run(tree: pathlib.Path, name: str, kconfig: pathlib.Path,
         ("REBOOT_ON_SUCCESS", "0")))
 
 
+def box_kconfig(box: Box, logdir: pathlib.Path) -> pathlib.Path:
+    """The box's running kernel's configuration, as a file in logdir:
+    what a kernel for the box starts from by default."""
+    text = remote(box.ssh, "cat /boot/config-$(uname -r)").stdout
+    kconfig = logdir / "box.kconfig"
+    kconfig.write_bytes(text)
+    return kconfig
+
+
 def build(box: Box, tree: pathlib.Path, name: str,
           kconfig: pathlib.Path | None, dry_run: bool = False
           ) -> pathlib.Path:
@@ -619,9 +631,7 @@ def build(box: Box, tree: pathlib.Path, name: str,
     logdir = LOGS / f"build-{name}"
     logdir.mkdir(parents=True, exist_ok=True)
     if kconfig is None:
-        text = remote(box.ssh, "cat /boot/config-$(uname -r)").stdout
-        kconfig = logdir / "box.kconfig"
-        kconfig.write_bytes(text)
+        kconfig = box_kconfig(box, logdir)
     conf = logdir / "ktest.conf"
     conf.write_text(ktest.config_text(
         box.config, build_run(tree, name, kconfig.resolve(), outdir),
@@ -637,116 +647,12 @@ def build(box: Box, tree: pathlib.Path, name: str,
     return outdir
 
 
-EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
-
-
-def reference_boots(spec: str, storm: str, results: pathlib.Path
-                    ) -> list[list[dict[str, Any]]]:
-    """The boots (each its runs) of an endpoint's result set, from
-    storm box matrix or run."""
-    sets = [s for s in runs.resolve(spec, results) if s.storm == storm]
-    if len(sets) != 1:
-        raise BoxError(f"{spec}: {len(sets)} {storm} series there, want one")
-    return sets[0].boots
-
-
-def decide(boot: list[dict[str, Any]], good: list[list[dict[str, Any]]],
-           bad: list[list[dict[str, Any]]], storm: str, metric: str):
-    """Which endpoint one boot's runs look like (classify.py, as storm
-    bisect asks it): a classify.Verdict, and the metric's name."""
-    from . import classify
-    from .bisect_state import Reading
-    reading = Reading(storm=storm, asked=metric)
-    samples = reading.samples(boot)
-    log = reading.log_scale
-
-    def level(boots: list[list[dict[str, Any]]]):
-        return classify.to_scale(reading.summaries(
-            [reading.samples(b) for b in boots]), log)
-    levels = classify.Levels([level(good)], [level(bad)])
-    # instructions: every run is a sample; else the boot is one
-    mine = samples if reading.by_run else reading.summaries([samples])
-    return classify.classify(classify.to_scale(mine, log), levels), \
-        reading.name
-
-
-def bisect_test(box: Box, kernel: Kernel, design: Design, good: str,
-                bad: str, metric: str, results: pathlib.Path) -> int:
-    """One commit's boot (ktest.pl built, installed and booted it): the
-    storm's runs there, then which endpoint they look like: EXIT_GOOD,
-    EXIT_BAD, or EXIT_SKIP when the boot does not decide."""
-    from . import classify
-    from .guest import new_series_id
-    good_boots = reference_boots(good, design.storm, results)
-    bad_boots = reference_boots(bad, design.storm, results)
-    build_modules(kernel)
-    logdir = LOGS / "bisect" / new_series_id()
-    logdir.mkdir(parents=True)
-    done = step({
-        "ssh": box.ssh, "box_dir": box.dir, "release": kernel.release,
-        "storm": design.storm, "params": list(design.params),
-        "runs": design.runs, "warmup": design.warmup,
-        "label": f"bisect-{kernel.release}", "series": new_series_id(),
-        "name": f"bisect {kernel.release}", "results": str(results),
-        "out": str(logdir / "step-result.json"), "env": suite_identity()})
-    docs = [runs.load_run(pathlib.Path(f)) for f in done["files"]]
-    v, name = decide(docs, good_boots, bad_boots, design.storm, metric)
-    print(f"storm box bisect-test: {kernel.release}: {v} on {name}",
-          file=sys.stderr)
-    return {classify.GOOD: EXIT_GOOD, classify.BAD: EXIT_BAD}.get(
-        v.decision, EXIT_SKIP)
-
-
-def bisect_test_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="storm box bisect-test",
-        description="ktest.pl's TEST in a bisect on the box (TEST_TYPE = "
-        "bisect, BISECT_TYPE = test): run the storm on the kernel the box "
-        "booted, then say which endpoint its runs look like against the "
-        "endpoints' boots measured before (storm box matrix of the good "
-        "and the bad kernel): exit 0 good, 1 bad, 125 when this boot does "
-        "not decide (ktest.pl's BISECT_RET_SKIP = 125 skips the commit).")
-    p.add_argument("--config", type=pathlib.Path, required=True,
-                   help="the box's ktest.pl config")
-    p.add_argument("--kernel", required=True,
-                   help="the tree ktest.pl built (its OUTPUT_DIR): the "
-                   "storms are built against it")
-    p.add_argument("--good", required=True,
-                   help="the good endpoint's result set (a label under "
-                   "results/, or a directory)")
-    p.add_argument("--bad", required=True, help="the bad endpoint's")
-    p.add_argument("--metric", default="auto",
-                   help="what decides, as storm bisect --metric (default "
-                   "auto: instructions where counted, else time)")
-    p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS)
-    options.add_storm_arguments(p)
-    return p
-
-
-def bisect_test_main(argv: list[str]) -> int:
-    p = bisect_test_parser()
-    args = p.parse_args(argv)
-    try:
-        cfg = ktest.read_config(args.config)
-        box = Box(args.config.resolve(), cfg.ssh, cfg.box_dir,
-                  pathlib.Path("ktest.pl"))
-        return bisect_test(box, resolve_kernel(args.kernel),
-                           Design(args.storm, tuple(args.params), args.runs,
-                                  args.warmup),
-                           args.good, args.bad, args.metric,
-                           args.results.resolve())
-    except (BoxError, ktest.ConfigError, runs.RunError, ValueError,
-            OSError, subprocess.SubprocessError) as e:
-        print(f"storm box bisect-test: {e}", file=sys.stderr)
-        return EXIT_SKIP
-
-
 def parser(command: str) -> argparse.ArgumentParser:
     """The parser of `storm box COMMAND` (ValueError: no such command)."""
+    from . import boxbisect
     parsers = {"run": run_parser, "matrix": matrix_parser, "ab": ab_parser,
-               "build": build_parser, "bisect-test": bisect_test_parser}
+               "build": build_parser, "bisect": boxbisect.bisect_parser,
+               "bisect-test": boxbisect.bisect_test_parser}
     if command == "image":
         from . import boximage
         return boximage.parser()
@@ -765,8 +671,10 @@ def parser(command: str) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    from . import boxbisect
     commands = {"run": run_main, "matrix": matrix_main, "ab": ab_main,
-                "build": build_main, "bisect-test": bisect_test_main}
+                "build": build_main, "bisect": boxbisect.bisect_main,
+                "bisect-test": boxbisect.bisect_test_main}
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.split("\n\n")[1] if __doc__ else "")
         return 0
@@ -778,6 +686,6 @@ def main(argv: list[str]) -> int:
         return boxvm.main(argv[1:])
     if argv[0] not in commands:
         print(f"storm box: unknown command {argv[0]!r} (run, matrix, ab, "
-              "build, bisect-test, image, vm)", file=sys.stderr)
+              "build, bisect, bisect-test, image, vm)", file=sys.stderr)
         return 2
     return commands[argv[0]](argv[1:])

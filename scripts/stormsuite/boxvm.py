@@ -102,10 +102,12 @@ def kernel_file(image: boximage.Image, name: str, release: str
     return boximage.kernel_files(release)[0 if name == "vmlinuz" else 1]
 
 
-def config_text(vm: VM, image: boximage.Image, port: int) -> str:
-    return (f"# written by storm box vm start: the test VM's port, key "
-            f"and console\n"
+def config_text(vm: VM, image: boximage.Image, port: int, release: str
+                ) -> str:
+    return (f"# written by storm box vm start: the test VM's port, key, "
+            f"console and the kernel it powers on with\n"
             f"BOX_PORT := {port}\n"
+            f"BOX_GOOD_KERNEL := {release}\n"
             f"BOX_KEY := {image.key}\n"
             f"BOX_CONSOLE := {vm.console}\n"
             f"STORM := {REPO / 'scripts' / 'storm'}\n"
@@ -146,7 +148,7 @@ def start(image: boximage.Image, release: str, cpus: int = 2,
     if res.returncode != 0:
         raise VMError(f"qemu failed (exit {res.returncode}): "
                       f"{res.stderr.strip()}")
-    vm.config.write_text(config_text(vm, image, port))
+    vm.config.write_text(config_text(vm, image, port, release))
     ssh = ktest.read_config(vm.config).ssh
     try:
         wait_ssh(ssh, timeout)
