@@ -518,6 +518,23 @@ def checkout(tree: pathlib.Path, name: str, rev: str,
     return d
 
 
+# A worktree's build directory, inside it: kbuild then names the source
+# `..` on every compiler command line, whichever worktree it is, so a
+# compiler cache (the test VM's ccache) serves one worktree's objects to
+# the next (ab's sides, a bisect's endpoints and commits).
+WORKTREE_OUT = "storm-out"
+
+
+def build_worktree(box: Box, tree: pathlib.Path, name: str, rev: str,
+                   patch: pathlib.Path | None,
+                   kconfig: pathlib.Path | None) -> Kernel:
+    """rev (and patch) of tree checked out as build/box/src/NAME, built
+    and installed on the box as storm box build does."""
+    src = checkout(tree, name, rev, patch)
+    return resolve_kernel(str(build(box, src, name, kconfig,
+                                    outdir=src / WORKTREE_OUT)))
+
+
 def ab_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box ab",
@@ -548,13 +565,11 @@ def ab_main(argv: list[str]) -> int:
     options.check_revision_options(p, args)
     try:
         box = Box.open(args.config, args.ktest)
-        sides = []
-        for name, rev, patch in (("base", args.base, None),
-                                 ("patched", args.patched or args.base,
-                                  args.patch)):
-            src = checkout(args.tree.resolve(), name, rev, patch)
-            sides.append(resolve_kernel(str(build(box, src, name,
-                                                  args.kconfig))))
+        sides = [build_worktree(box, args.tree.resolve(), name, rev,
+                                patch, args.kconfig)
+                 for name, rev, patch in (
+                     ("base", args.base, None),
+                     ("patched", args.patched or args.base, args.patch))]
     except (BoxError, ktest.ConfigError) as e:
         print(f"storm box ab: {e}", file=sys.stderr)
         return 1
@@ -623,9 +638,9 @@ def box_kconfig(box: Box, logdir: pathlib.Path) -> pathlib.Path:
 
 
 def build(box: Box, tree: pathlib.Path, name: str,
-          kconfig: pathlib.Path | None, dry_run: bool = False
-          ) -> pathlib.Path:
-    outdir = KERNELS / name
+          kconfig: pathlib.Path | None, dry_run: bool = False,
+          outdir: pathlib.Path | None = None) -> pathlib.Path:
+    outdir = outdir or KERNELS / name
     if not dry_run:
         outdir.mkdir(parents=True, exist_ok=True)
     logdir = LOGS / f"build-{name}"

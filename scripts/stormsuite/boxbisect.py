@@ -30,10 +30,10 @@ import traceback
 from typing import Any
 
 from . import classify, ktest, options, runs
-from .box import (FRAGMENT, KERNELS, LOGS, STORM, Box, BoxError, Design,
-                  Kernel, add_design_options, box_kconfig, build,
-                  build_modules, check_design, checkout, labels_for,
-                  measure, resolve_kernel, step, suite_identity)
+from .box import (FRAGMENT, LOGS, STORM, WORKTREE_OUT, Box, BoxError,
+                  Design, Kernel, add_design_options, box_kconfig,
+                  build_modules, build_worktree, check_design, checkout,
+                  labels_for, measure, resolve_kernel, step, suite_identity)
 from .bisect_state import Reading
 
 # bisect-test's answers; undecided is git bisect run's "skip", and ktest.pl
@@ -198,7 +198,7 @@ def bisect_run(box: Box, src: pathlib.Path, good: str, bad: str,
     sets its TEST. Every commit builds LOCALVERSION -storm-bisect: the
     box config boots the installed release that ends in -storm-bisect+
     (the + is setlocalversion's for a commit that is not a tag)."""
-    out = KERNELS / BISECT_NAME
+    out = src / WORKTREE_OUT
     test = [str(STORM), "box", "bisect-test", "--config", str(box.config),
             "--kernel", str(out), "--good", sets[0], "--bad",
             sets[1], "--metric", metric, "--runs", str(design.runs),
@@ -310,8 +310,8 @@ def bisect_main(argv: list[str]) -> int:
         for name, sha in (("good", good), ("bad", bad)):
             print(f"{who}: building {name} ({sha[:12]})", file=sys.stderr,
                   flush=True)
-            sides.append(resolve_kernel(str(build(
-                box, checkout(tree, name, sha, None), name, kconfig))))
+            sides.append(build_worktree(box, tree, name, sha, None,
+                                        kconfig))
         labels = labels_for(sides)
         sets, _ = measure(box, sides, labels, design, args.boots, results,
                           who)
@@ -326,6 +326,7 @@ def bisect_main(argv: list[str]) -> int:
         specs = (f"{labels[0]}@{sets[0].series_ids[0]}",
                  f"{labels[1]}@{sets[1].series_ids[0]}")
         src = checkout(tree, BISECT_NAME, bad, None)
+        (src / WORKTREE_OUT).mkdir()
         run = bisect_run(box, src, good, bad, specs, kconfig, design,
                          args.metric, results)
     except (BoxError, ktest.ConfigError, runs.RunError) as e:
