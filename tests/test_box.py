@@ -491,6 +491,7 @@ def test_ktest_bisects_with_storm_box_bisects_test(stand_in_bisect):
     assert found.first_bad == shas[3]
     assert found.judged[:2] == [("good", shas[0]), ("bad", shas[-1])]
     assert [sha for _, sha in found.judged[2:]] == tested
+    assert found.stopped_at is None
     for v, sha in found.judged[2:]:
         assert v == ("bad" if shas.index(sha) >= 3 else "good"), sha
     assert 2 <= len(tested) <= 3
@@ -507,3 +508,4 @@ def test_an_undecided_commit_stops_the_bisect(stand_in_bisect):
     found = boxbisect.outcome(log)
     assert found.first_bad is None
     assert found.judged == [("good", shas[0]), ("bad", shas[-1])]
+    assert found.stopped_at == tested[0]

@@ -258,6 +258,8 @@ class Outcome:
     first_bad: str | None           # ktest.pl's "Bad commit was [...]"
     judged: list[tuple[str, str]]   # (good|bad|skip, sha): the endpoints,
     #                                 then each commit ktest.pl tested
+    stopped_at: str | None          # the commit it was testing when it
+    #                                 stopped without a verdict
 
 
 # ktest.pl's own lines (doprint) around git bisect's commands
@@ -283,7 +285,7 @@ def outcome(log: pathlib.Path) -> Outcome:
             current = None
         elif m := BAD_COMMIT.match(line):
             first_bad = m.group(1)
-    return Outcome(first_bad, judged)
+    return Outcome(first_bad, judged, current)
 
 
 def subject(tree: pathlib.Path, sha: str) -> str:
@@ -341,6 +343,9 @@ def bisect_main(argv: list[str]) -> int:
     found = outcome(log)
     for verdict_, sha in found.judged:
         print(f"{verdict_:4}  {sha[:12]}  {subject(tree, sha)}")
+    if found.stopped_at is not None:
+        print(f"stop  {found.stopped_at[:12]}  "
+              f"{subject(tree, found.stopped_at)}")
     if rc != 0 or found.first_bad is None:
         why = ktest.failure(log) or f"ktest.pl exit {rc}"
         print(f"{who}: no first bad commit: {why} (log: {log})",
