@@ -460,11 +460,11 @@ TARGET_IMAGE = /boot/vmlinuz-test
     opts = dict(run.options)
     assert run.kernel == "-storm-bisect+"
     assert opts["BISECT_GOOD"] == shas[0] and opts["BISECT_BAD"] == shas[-1]
-    assert opts["BUILD_TYPE"] == f"useconfig:{tmp_path / 'cfg'}"
+    assert opts["MIN_CONFIG"] == str(tmp_path / "cfg")
     assert opts["TEST"].startswith(f"{box.STORM} box bisect-test --config "
                                    f"{conf} --kernel {run.output_dir} "
                                    "--good good@1 --bad bad@1 ")
-    write(tmp_path / "cfg", "CONFIG_SMP=y\n")
+    write(tmp_path / "cfg", "CONFIG_STORM_TEST=y\n")
     tested = tmp_path / "tested"
 
     def bisect(script: str):
@@ -482,10 +482,12 @@ TARGET_IMAGE = /boot/vmlinuz-test
 
 
 def test_ktest_bisects_with_storm_box_bisects_test(stand_in_bisect):
-    """bad where the commit has the file `slow`: ktest.pl tests the
-    commits git bisect asks for and names the one that added it; every
-    commit tested is judged in its log as the test said."""
-    rc, log, shas, tested = stand_in_bisect("[ ! -e slow ]\n")
+    """bad where the commit has the file `slow` (or its build lacks the
+    configuration the bisect was given): ktest.pl tests the commits git
+    bisect asks for and names the one that added it; every commit tested
+    is judged in its log as the test said."""
+    rc, log, shas, tested = stand_in_bisect("[ ! -e slow ] && grep -qx "
+                                            "CONFIG_STORM_TEST=y .config\n")
     assert rc == 0, log.read_text()[-3000:]
     found = boxbisect.outcome(log)
     assert found.first_bad == shas[3]

@@ -210,7 +210,10 @@ def bisect_run(box: Box, src: pathlib.Path, good: str, bad: str,
                          ("BISECT_TYPE", "test"),
                          ("BISECT_GOOD", good),
                          ("BISECT_BAD", bad),
-                         ("BUILD_TYPE", f"useconfig:{kconfig}"),
+                         # a bisect builds every commit from MIN_CONFIG
+                         # (ktest.pl's run_bisect: useconfig of it; it
+                         # has no use for BUILD_TYPE), ADD_CONFIG on top
+                         ("MIN_CONFIG", str(kconfig)),
                          ("ADD_CONFIG", str(FRAGMENT)),
                          ("BISECT_RET_GOOD", str(EXIT_GOOD)),
                          # not BISECT_RET_SKIP: ktest.pl's run_bisect_test
