@@ -511,3 +511,20 @@ def test_an_undecided_commit_stops_the_bisect(stand_in_bisect):
     assert found.first_bad is None
     assert found.judged == [("good", shas[0]), ("bad", shas[-1])]
     assert found.stopped_at == tested[0]
+
+
+def test_bisect_refuses_endpoints_that_are_not_in_order(tmp_path, capsys,
+                                                        ktest_pl):
+    """storm box bisect says why, before it builds or reaches the box,
+    when --good is not an ancestor of --bad or is not a commit."""
+    tree = tmp_path / "linux"
+    shas = git_commits(tree, [("a", ""), ("b", "")])
+    base = ["--config", str(BOX_CONF), "--ktest", str(ktest_pl),
+            "--tree", str(tree)]
+    storm = ["ipistorm", "numipi=10"]
+    assert boxbisect.bisect_main(
+        [*base, "--good", shas[1], "--bad", shas[0], *storm]) == 1
+    assert "is not an ancestor of" in capsys.readouterr().err
+    assert boxbisect.bisect_main(
+        [*base, "--good", "nope", "--bad", shas[1], *storm]) == 1
+    assert "nope: not a commit in" in capsys.readouterr().err

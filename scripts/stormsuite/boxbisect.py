@@ -304,12 +304,12 @@ def bisect_main(argv: list[str]) -> int:
     design = check_design(p, args, 2)
     from .guest import new_series_id
     logdir = LOGS / f"bisect-{new_series_id()}"
-    logdir.mkdir(parents=True)
     results = args.results.resolve()
     try:
         box = Box.open(args.config, args.ktest)
         tree = args.tree.resolve()
         good, bad = check_revisions(tree, args.good, args.bad)
+        logdir.mkdir(parents=True)
         kconfig = (args.kconfig or box_kconfig(box, logdir)).resolve()
         sides = []
         for name, sha in (("good", good), ("bad", bad)):
