@@ -353,11 +353,11 @@ def test_ktest_failure_in_its_own_words(tmp_path):
     assert ktest.failure(tmp_path / "none.log") == ""
 
 
-def test_ktest_boots_and_tests_a_stand_in_box(tmp_path, ktest_pl):
-    """ktest.pl's whole boot-and-test path under ktest.run, against a
-    stand-in box: ssh and reboot do nothing, the console prints a boot
-    and a login prompt, the TEST writes a file. It opens and closes the
-    console's pty (ktest.pl must survive that) and runs the TEST."""
+def stand_in_box(tmp_path: pathlib.Path, extra: str = ""
+                 ) -> tuple[pathlib.Path, pathlib.Path]:
+    """A box config for ktest.pl whose box is nothing: ssh and reboot do
+    nothing, the console prints a boot and a login prompt after each
+    reboot. The config and the console script."""
     rebooted = tmp_path / "rebooted"
     console = write(tmp_path / "console.sh", f"""while :; do
     if [ -e {rebooted} ]; then
@@ -366,7 +366,6 @@ def test_ktest_boots_and_tests_a_stand_in_box(tmp_path, ktest_pl):
     sleep 0.2
 done
 """)
-    done = tmp_path / "tested"
     conf = write(tmp_path / "box.conf", f"""MACHINE = standin
 SSH_USER = root
 SSH_EXEC = true $SSH_COMMAND
@@ -375,12 +374,22 @@ REBOOT_TYPE = script
 REBOOT_SCRIPT = true
 POWER_CYCLE = false
 CONSOLE = sh {console}
-BUILD_DIR = ${{STORM_BUILD_DIR}}
+{extra}BUILD_DIR = ${{STORM_BUILD_DIR}}
 OUTPUT_DIR = ${{STORM_OUTPUT_DIR}}
 LOCALVERSION = ${{STORM_LOCALVERSION}}
 BUILD_TARGET = arch/x86/boot/bzImage
 TARGET_IMAGE = /boot/vmlinuz-test
 """)
+    return conf, console
+
+
+def test_ktest_boots_and_tests_a_stand_in_box(tmp_path, ktest_pl):
+    """ktest.pl's whole boot-and-test path under ktest.run, against a
+    stand-in box: ssh and reboot do nothing, the console prints a boot
+    and a login prompt, the TEST writes a file. It opens and closes the
+    console's pty (ktest.pl must survive that) and runs the TEST."""
+    done = tmp_path / "tested"
+    conf, console = stand_in_box(tmp_path)
     stub = ktest.nobuild_dir("6.1.0-test", tmp_path)
     run = ktest.Run("6.1.0-test", stub, stub, "", (
         ("TEST_TYPE", "test"), ("BUILD_TYPE", "nobuild"),
@@ -423,35 +432,13 @@ def stand_in_bisect(tmp_path, ktest_pl):
     against a stand-in box whose kernel is the checked-out commit, with a
     stand-in for bisect-test (a script of the checkout): run(script) is
     ktest.pl's exit status, its log, the commits and the ones tested."""
-    rebooted = tmp_path / "rebooted"
-    console = write(tmp_path / "console.sh", f"""while :; do
-    if [ -e {rebooted} ]; then
-        rm {rebooted}; echo 'Linux version 6.1.0-test'; echo 'box login:'
-    fi
-    sleep 0.2
-done
-""")
     tree = tmp_path / "linux"
     # what ktest.pl makes in a bisect: mrproper, olddefconfig, the build
     mk = ("all mrproper olddefconfig:\n\t@true\n"
           "kernelrelease:\n\t@echo 6.1.0-storm-bisect+\n")
     shas = git_commits(tree, [("Makefile", mk), ("a", ""), ("b", ""),
                               ("slow", ""), ("c", ""), ("d", "")])
-    conf = write(tmp_path / "box.conf", f"""MACHINE = standin
-SSH_USER = root
-SSH_EXEC = true $SSH_COMMAND
-REBOOT = touch {rebooted}
-REBOOT_TYPE = script
-REBOOT_SCRIPT = true
-POWER_CYCLE = false
-CONSOLE = sh {console}
-BISECT_SLEEP_TIME = 5
-BUILD_DIR = ${{STORM_BUILD_DIR}}
-OUTPUT_DIR = ${{STORM_OUTPUT_DIR}}
-LOCALVERSION = ${{STORM_LOCALVERSION}}
-BUILD_TARGET = arch/x86/boot/bzImage
-TARGET_IMAGE = /boot/vmlinuz-test
-""")
+    conf, _ = stand_in_box(tmp_path, "BISECT_SLEEP_TIME = 5\n")
     stand_in = box.Box(conf, [], "storm", ktest_pl)
     run = boxbisect.bisect_run(
         stand_in, tree, shas[0], shas[-1], ("good@1", "bad@1"),
