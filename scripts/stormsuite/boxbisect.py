@@ -35,6 +35,7 @@ from .box import (FRAGMENT, LOGS, STORM, WORKTREE_OUT, Box, BoxError,
                   build_modules, build_worktree, check_design, checkout,
                   labels_for, measure, resolve_kernel, step, suite_identity)
 from .bisect_state import Reading
+from .git import git
 
 # bisect-test's answers; undecided is git bisect run's "skip", and ktest.pl
 # is told to stop the bisect on it (bisect_run)
@@ -168,12 +169,10 @@ def bisect_test_main(argv: list[str]) -> int:
 
 
 def sha_of(tree: pathlib.Path, rev: str) -> str:
-    res = subprocess.run(["git", "-C", str(tree), "rev-parse", "--verify",
-                          "-q", f"{rev}^{{commit}}"], text=True,
-                         capture_output=True)
-    if res.returncode != 0:
-        raise BoxError(f"{rev}: not a commit in {tree}")
-    return res.stdout.strip()
+    try:
+        return git(tree, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
+    except RuntimeError:
+        raise BoxError(f"{rev}: not a commit in {tree}") from None
 
 
 def check_revisions(tree: pathlib.Path, good: str, bad: str
@@ -292,9 +291,7 @@ def outcome(log: pathlib.Path) -> Outcome:
 
 
 def subject(tree: pathlib.Path, sha: str) -> str:
-    return subprocess.run(["git", "-C", str(tree), "log", "-1",
-                           "--format=%s", sha], text=True,
-                          capture_output=True).stdout.strip()
+    return git(tree, "log", "-1", "--format=%s", sha, check=False)
 
 
 def bisect_main(argv: list[str]) -> int:
