@@ -18,7 +18,7 @@ SUBCOMMANDS = {
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
     "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
-    "box": ("box", "a test box over ssh, driven by ktest.pl: run, matrix, "
+    "box": ("boxcli", "a test box over ssh, driven by ktest.pl: run, matrix, "
             "ab, build, bisect-test; its test VM"),
 }
 # storm kernel WHAT: the second word names the module
