@@ -99,6 +99,10 @@ def test_start_and_end_lines_with_their_parameters():
     assert start.params["pmu"] == "1"
     assert len(start.params) == 18
     assert lines[4].params["cpu"] == "-1"
+    # the kernel's timestamps, and none where the log has none
+    assert [x.seconds for x in lines] == [20.101, 20.203, 21.0, 22.0, 23.0]
+    assert dmesg.storm_lines(
+        "tlbstorm: End of test: FAILURE: a=1\n")[0].seconds is None
 
 
 def test_start_and_end_lines_of_one_module():

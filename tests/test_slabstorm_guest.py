@@ -477,7 +477,9 @@ def test_rmmod_stops_background_storm_promptly(guest, name):
     m = summary(case)
     assert m.group(5) == "interrupted"
     assert int(m.group(3)) > 0
-    assert int(m.group(4)) < 30 * 10**9
+    # ended by the rmmod, before its timeout=60 (the slabs hook before
+    # the rmmod reads every cache: 25 s on a KASAN guest)
+    assert int(m.group(4)) < 60 * 10**9
     assert "End of test: FAILURE (interrupted)" in case.dmesg
     assert_clean(case.dmesg)
 

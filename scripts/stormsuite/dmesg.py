@@ -54,11 +54,16 @@ STORM_LINE = re.compile(r"(\w+): (Start of test|End of test: "
                         r"(?:SUCCESS|FAILURE(?: \(\w+\))?)): (.*)$")
 
 
+# the kernel's timestamp of a line, in seconds since boot: "[ 6872.152337]"
+STAMP = re.compile(r"^\[\s*(\d+\.\d+)\]")
+
+
 @dataclasses.dataclass(frozen=True)
 class StormLine:
     module: str
     tag: str                    # "Start of test", "End of test: SUCCESS"
     params: dict[str, str]
+    seconds: float | None = None    # its timestamp, where the log has one
 
 
 def storm_lines(log: str, module: str | None = None) -> list[StormLine]:
@@ -71,5 +76,7 @@ def storm_lines(log: str, module: str | None = None) -> list[StormLine]:
             continue
         params = dict(kv.split("=", 1) for kv in m.group(3).split()
                       if "=" in kv)
-        out.append(StormLine(m.group(1), m.group(2), params))
+        stamp = STAMP.match(line)
+        out.append(StormLine(m.group(1), m.group(2), params,
+                             float(stamp.group(1)) if stamp else None))
     return out

@@ -13,7 +13,7 @@ for n in /sys/devices/system/node/node[0-9]*; do
 	printf '%s %s\n' "${n##*/node}" "$(cat "$n/cpulist")"
 done >"$d/cpus"
 storm_case numa_tlb_across tlbstorm numflush=200 cpulist=0 targets=2-3 \
-	count_sent=1
+	count_sent=1 timeout=300
 # what storm run records of the nodes (seed 001 checks it)
 mkdir -p "$OUT/numa_run"
 scripts/storm run --runs 1 --warmup 0 --results "$OUT/numa_run" \

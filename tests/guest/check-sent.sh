@@ -15,9 +15,13 @@ storm_case sent_idle ipistorm numipi=500 single=1 wait=1 cpulist=0 offset=1 dela
 storm_case sent_all_nowait ipistorm numipi=300 wait=0 latency=0 count_sent=1
 storm_case sent_many ipistorm numipi=300 cpulist=0 targets=2-3 count_sent=1
 storm_case sent_async ipistorm numipi=500 single=1 async=1 cpulist=1 count_sent=1
-storm_case sent_tlb_user tlbstorm numflush=200 targets=1-2 count_sent=1
+# timeout=300 on the counted storms below: a KASAN guest takes longer
+# than the default 30 s for some
+storm_case sent_tlb_user tlbstorm numflush=200 targets=1-2 count_sent=1 \
+	timeout=300
 storm_case sent_tlb_kernel tlbstorm mode=kernel numflush=200 count_sent=1
-storm_case sent_slab slabstorm mode=create numcache=100 cpu=0 cpulist=1-2 count_sent=1
+storm_case sent_slab slabstorm mode=create numcache=100 cpu=0 cpulist=1-2 \
+	count_sent=1 timeout=300
 storm_case sent_slab_remote slabstorm mode=remote numobj=2000 count_sent=1
 # count_sent is a bool like the others
 storm_quick_case bad_count_sent_value ipistorm numipi=10 count_sent=maybe

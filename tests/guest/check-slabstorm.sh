@@ -21,21 +21,24 @@ slabs_hook() {
 STORM_HOOK=slabs_hook
 
 # Untouched caches: creating and destroying them should cost (almost) no
-# IPIs, the point of seed 002. timeout=300: a KASAN guest sharing the host
-# takes tens of ms a cache, past the default 30 s for 1000 of them.
+# IPIs, the point of seed 002. timeout=300 on the counted storms here: a
+# KASAN guest sharing the host takes tens of ms a cache, past the default
+# 30 s for 1000 of them (and for 200 touched ones, or 10000 remote frees).
 storm_case slab_untouched slabstorm mode=create numcache=1000 timeout=300
 # Touched on CPUs 1 and 2 from CPU 0: every destroy flushes their cpu slabs
 # with a work item each, so the destroy IPIs land there; CPU 3 stays out.
-storm_case slab_touched slabstorm mode=create numcache=200 cpu=0 cpulist=1-2
+storm_case slab_touched slabstorm mode=create numcache=200 cpu=0 cpulist=1-2 \
+	timeout=300
 # shrink=1 flushes them first: the cost moves from destroy to shrink.
 storm_case slab_touched_shrink slabstorm mode=create numcache=100 cpu=0 cpulist=1-2 \
-	shrink=1 fill=20 objsize=256
+	shrink=1 fill=20 objsize=256 timeout=300
 storm_case slab_shrink slabstorm mode=shrink numcache=50 cpu=0 cpulist=1-3 fill=50
-storm_case slab_remote slabstorm mode=remote numobj=10000
+storm_case slab_remote slabstorm mode=remote numobj=10000 timeout=300
 storm_case slab_remote_ring slabstorm mode=remote numobj=3000 cpulist=1-3
 storm_case slab_timed slabstorm mode=create timeout=1
 storm_case slab_remote_timed slabstorm mode=remote timeout=1 cpulist=2-3
-storm_case slab_nolatency slabstorm mode=create numcache=100 latency=0 cpulist=3
+storm_case slab_nolatency slabstorm mode=create numcache=100 latency=0 cpulist=3 \
+	timeout=300
 
 # rcu: the cache list is also taken while the module is still loaded
 # (slabs.loaded): on 6.1 the destroy only queues the cache, and the storm
@@ -87,4 +90,5 @@ storm_background_case slab_background_rcu slabstorm mode=rcu timeout=60 cpu=0 cp
 storm_background_case slab_background_shrink slabstorm mode=shrink timeout=60 fill=50
 
 # After all of that the kernel still runs a storm.
-storm_case slab_after slabstorm mode=create numcache=100 cpu=0 cpulist=1
+storm_case slab_after slabstorm mode=create numcache=100 cpu=0 cpulist=1 \
+	timeout=300

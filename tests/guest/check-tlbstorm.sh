@@ -67,6 +67,8 @@ tlb_trace_off tlb_pages64
 # to 2 MiB and Debian's THP is "always", yet the storm's mm takes no
 # transparent huge page: thp_fault_alloc in /proc/vmstat stays put.
 thp_hook() {
+	# a kernel built without THP (the debug kernel) has no counter
+	[ -d /sys/kernel/mm/transparent_hugepage ] || echo none >"$2/no_thp"
 	grep '^thp_fault_alloc ' /proc/vmstat >"$2/vmstat.$1"
 }
 STORM_HOOK=thp_hook
@@ -114,7 +116,7 @@ storm_quick_case tlb_bad_delay_huge tlbstorm numflush=10 delay=99999999
 if echo 0 >/sys/devices/system/cpu/cpu3/online; then
 	storm_quick_case tlb_bad_offline_flusher tlbstorm numflush=10 cpulist=3
 	storm_quick_case tlb_bad_offline_target tlbstorm numflush=10 targets=2-3
-	storm_case tlb_user_with_offline tlbstorm numflush=300
+	storm_case tlb_user_with_offline tlbstorm numflush=300 timeout=300
 	storm_case tlb_kernel_with_offline tlbstorm mode=kernel numflush=100
 	echo 1 >/sys/devices/system/cpu/cpu3/online
 fi

@@ -43,8 +43,11 @@ PROBLEM = re.compile(
     r"inconsistent lock state|DEBUG_LOCKS_WARN_ON|ODEBUG:|KFENCE|"
     r"lost this load's mark")
 
-# Seconds a foreground load may run before insmod is killed.
+# Seconds a foreground load may run, from its module's arrival in the
+# kernel, before insmod is killed; and the seconds the arrival may take
+# (a KASAN guest takes longer than DEADLINE to load a module).
 DEADLINE = 6.0
+ARRIVAL_DEADLINE = 300.0
 
 NUMBERS = ["0", "1", "2", "3", "7", "64", "100", "1000", "4096", "4097",
            "65536", "65537", "1048576", "1048577", "999999999",
@@ -151,6 +154,17 @@ def unload(storm: str) -> None:
         time.sleep(0.05)
 
 
+def arrived(proc: subprocess.Popen, storm: str) -> None:
+    """Returns once insmod has ended or the storm's module is in the
+    kernel (its /sys/module directory, made before its init runs);
+    TimeoutExpired after ARRIVAL_DEADLINE."""
+    end = time.monotonic() + ARRIVAL_DEADLINE
+    while proc.poll() is None and not os.path.isdir(f"/sys/module/{storm}"):
+        if time.monotonic() > end:
+            raise subprocess.TimeoutExpired(proc.args, ARRIVAL_DEADLINE)
+        time.sleep(0.05)
+
+
 def one_load(ko: str, storm: str, params: list[str], ending: str,
              rng: random.Random, i: int) -> dict:
     """Load, end it as @ending says, unload; what happened."""
@@ -169,6 +183,7 @@ def one_load(ko: str, storm: str, params: list[str], ending: str,
         time.sleep(rng.uniform(0.0, 1.0))
         subprocess.run(["rmmod", storm], capture_output=True)
     try:
+        arrived(proc, storm)
         proc.wait(timeout=DEADLINE)
     except subprocess.TimeoutExpired:
         proc.kill()

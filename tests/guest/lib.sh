@@ -140,10 +140,24 @@ storm_quick_case() {
 	case_close "$module"
 }
 
+# storm_started MODULE: returns once MODULE's storm has started (its
+# "Start of test" line since the load's mark), insmod has ended, or 600 s
+# have passed. The cases below act a fixed time into a storm, counted
+# from its start: a debug kernel takes longer than that to load a module.
+storm_started() {
+	ss_tries=0
+	while kill -0 "$insmod_pid" 2>/dev/null && [ $ss_tries -lt 3000 ]; do
+		dmesg_since "$mark" | grep -q "$1: Start of test" && return
+		sleep 0.2
+		ss_tries=$((ss_tries + 1))
+	done
+}
+
 # the load of storm_signal_case: TERM, not INT (a non-interactive sh
 # starts background jobs with SIGINT ignored), 3 s in
 signal_load() {
 	case_insmod_bg "$@"
+	storm_started "$1"
 	sleep 3
 	uptime_s
 	start=$uptime_s
@@ -170,6 +184,7 @@ storm_signal_case() {
 # the load of storm_rmmod_during_case
 rmmod_during_load() {
 	case_insmod_bg "$@"
+	storm_started "$1"
 	sleep 2
 	rmmod "$1" 2>"$dir/early_stderr"
 	echo $? >"$dir/early_rmmod_rc"

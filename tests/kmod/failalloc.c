@@ -7,8 +7,10 @@
  *   insmod failalloc.ko comm=tlbstorm-w/1
  *
  * A kprobe on the allocator of a user mapping's pages, vma_alloc_folio()
- * (6.1; vma_alloc_folio_noprof() from 6.10 on), sends the calls of a task
- * named comm to a function of ours that returns NULL, as
+ * (6.1; vma_alloc_folio_noprof() from 6.10 on; without CONFIG_NUMA that
+ * is an inline over __folio_alloc(), __folio_alloc_noprof() from 6.10 on,
+ * which the task then calls for its page-cache folios too), sends the
+ * calls of a task named comm to a function of ours that returns NULL, as
  * bpf_override_return() would: the anonymous fault that asked for the
  * page fails with VM_FAULT_OOM (MAP_POPULATE goes on without it, a
  * put_user() gets -EFAULT). Slab and page-table pages, and every other
@@ -57,6 +59,7 @@ static int __init failalloc_init(void)
 {
 	static const char * const names[] = {
 		"vma_alloc_folio_noprof", "vma_alloc_folio",
+		"__folio_alloc_noprof", "__folio_alloc",
 	};
 	int i, ret = -ENOENT;
 
