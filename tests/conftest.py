@@ -379,6 +379,14 @@ HLT_IDLE_MISS = 0.01    # share of the calls that may go without an IPI
 # storm: at most 5 on a CPU the storm did not call in the recorded CI runs
 # (ipi_many, sent_many, ipi_idle and sent_idle of the idle=poll boots).
 STRAY_CAL = 10
+# A debug kernel's storms take seconds where Debian's take a tenth, and
+# its guest sends its CPUs call-function IPIs of its own all through them:
+# in a debug run's sent_idle, 552 were sent to the HLT-idle target for 500
+# calls over 4 s (the 52 from CPUs 0 and 2), and in ipi_window 3 of 100
+# calls found one of them pending and sent none of their own. There the
+# bounds above that rest on a quiet target do not apply (DEBUG_KERNEL);
+# what holds all the same is asserted: every call handled, every IPI sent
+# taken, a polling target sent far fewer than a HLT-idle one.
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -12,9 +12,9 @@ import statistics
 
 import pytest
 
-from conftest import (HLT_IDLE_MISS, KERNELS, STRAY_CAL, assert_clean,
-                      assert_histogram, assert_refused, assert_start_and_end,
-                      boot)
+from conftest import (DEBUG_KERNEL, HLT_IDLE_MISS, KERNELS, STRAY_CAL,
+                      assert_clean, assert_histogram, assert_refused,
+                      assert_start_and_end, boot)
 from stormsuite import interrupts, result, vm
 
 CPUS = {0, 1, 2, 3}
@@ -102,7 +102,8 @@ def test_idle_poll_target_gets_far_fewer_ipis(kernel):
     # the same 500 calls: an IPI each to the HLT-idle target, none to the
     # polling one, which took only the guest's stray ones (0 to 3 recorded)
     assert hlt >= (1 - HLT_IDLE_MISS) * 500, hlt
-    assert poll <= STRAY_CAL, (poll, hlt)
+    # a debug kernel's guest sends IPIs of its own (conftest)
+    assert poll < hlt / 2 if DEBUG_KERNEL else poll <= STRAY_CAL, (poll, hlt)
 
 
 @pytest.mark.parametrize("name", ["ipi_all", "ipi_all_nowait"])
@@ -343,7 +344,10 @@ def test_the_window_ends_at_the_last_workers_end(guest):
         assert res["sender.0.calls"] == "100"
         tails.append(int(res["window_ns"]) - int(res["runtime_ns"]))
         cal = result.per_cpu(res, "CAL")[1]
-        assert (1 - HLT_IDLE_MISS) * 100 <= cal <= 100 + STRAY_CAL, (i, cal)
+        # not on a debug kernel, whose guest's own IPIs reach the target
+        # (conftest)
+        assert DEBUG_KERNEL or \
+            (1 - HLT_IDLE_MISS) * 100 <= cal <= 100 + STRAY_CAL, (i, cal)
     assert min(tails) >= 0, tails
     assert statistics.median(tails) < 10**9 / hz / 4, (tails, hz)
     print(f"{guest.kernel}: window_ns - runtime_ns of {WINDOW_RUNS} storms "

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import HLT_IDLE_MISS, KERNELS, STRAY_CAL, assert_clean, boot
+from conftest import (DEBUG_KERNEL, HLT_IDLE_MISS, KERNELS, STRAY_CAL,
+                      assert_clean, boot)
 from stormsuite import result
 
 SENT_CASES = ("sent_idle", "sent_all_nowait", "sent_many", "sent_async",
@@ -77,9 +78,10 @@ def test_single_to_hlt_idle_target_every_ipi_sent_arrives(guest):
     # to merge, so each one sent is one taken, but for those in flight
     # at the window's edges
     assert abs(to - got) <= IN_FLIGHT["CAL"], (to, got)
-    # one sent per call (conftest.HLT_IDLE_MISS): 500 or 501 recorded
-    assert (1 - HLT_IDLE_MISS) * calls <= to <= calls + IN_FLIGHT["CAL"], \
-        (to, calls)
+    # one sent per call (conftest.HLT_IDLE_MISS): 500 or 501 recorded;
+    # a debug kernel's guest sends the target more (conftest)
+    assert (1 - HLT_IDLE_MISS) * calls <= to, (to, calls)
+    assert DEBUG_KERNEL or to <= calls + IN_FLIGHT["CAL"], (to, calls)
 
 
 @pytest.mark.boots("full", "idle")
@@ -93,9 +95,13 @@ def test_idle_poll_target_is_sent_almost_nothing(kernel):
     assert result.per_cpu(res, "handled")[1] == calls == 500
     # the polling target needs none: what it was sent came from the rest
     # of the guest (0 to 3 recorded); the HLT-idle one was sent one a call
-    assert sent(res)[1] <= STRAY_CAL, sent(res)
     hlt = ok(boot(kernel).case("sent_idle"))
     assert sent(hlt)[1] >= (1 - HLT_IDLE_MISS) * calls, sent(hlt)
+    if DEBUG_KERNEL:
+        # the guest's own IPIs (conftest): far fewer than one a call
+        assert sent(res)[1] < sent(hlt)[1] / 2, (sent(res), sent(hlt))
+    else:
+        assert sent(res)[1] <= STRAY_CAL, sent(res)
 
 
 def test_queued_calls_share_an_ipi(guest):
