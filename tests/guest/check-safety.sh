@@ -26,14 +26,6 @@ sh tests/guest/rmmod-races.sh
 # 8 s storm can be over before the CPU goes. A
 # storm that handles the event stops there, so the length costs nothing.
 
-# Wait for the storm of the insmod running as $1 to have threads, or for
-# that insmod to have ended (refused, or a storm over already).
-storm_started() {
-	while kill -0 "$1" 2>/dev/null && [ -z "$(storm_threads)" ]; do
-		sleep 0.1
-	done
-}
-
 # the load of hotplug_case
 hotplug_load() {
 	hl_module=$1

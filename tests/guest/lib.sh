@@ -140,16 +140,13 @@ storm_quick_case() {
 	case_close "$module"
 }
 
-# storm_started MODULE: returns once MODULE's storm has started (its
-# "Start of test" line since the load's mark), insmod has ended, or 600 s
-# have passed. The cases below act a fixed time into a storm, counted
-# from its start: a debug kernel takes longer than that to load a module.
+# storm_started PID: returns once the storm of the insmod running as PID
+# has threads, or that insmod has ended (refused, or a storm over
+# already). The cases that act a fixed time into a storm count from
+# here, not from insmod: a load takes over 10 s on a KASAN guest.
 storm_started() {
-	ss_tries=0
-	while kill -0 "$insmod_pid" 2>/dev/null && [ $ss_tries -lt 3000 ]; do
-		dmesg_since "$mark" | grep -q "$1: Start of test" && return
-		sleep 0.2
-		ss_tries=$((ss_tries + 1))
+	while kill -0 "$1" 2>/dev/null && [ -z "$(storm_threads)" ]; do
+		sleep 0.1
 	done
 }
 
@@ -157,7 +154,7 @@ storm_started() {
 # starts background jobs with SIGINT ignored), 3 s in
 signal_load() {
 	case_insmod_bg "$@"
-	storm_started "$1"
+	storm_started "$insmod_pid"
 	sleep 3
 	uptime_s
 	start=$uptime_s
@@ -184,7 +181,7 @@ storm_signal_case() {
 # the load of storm_rmmod_during_case
 rmmod_during_load() {
 	case_insmod_bg "$@"
-	storm_started "$1"
+	storm_started "$insmod_pid"
 	sleep 2
 	rmmod "$1" 2>"$dir/early_stderr"
 	echo $? >"$dir/early_rmmod_rc"
