@@ -181,7 +181,13 @@ storm_signal_case() {
 # the load of storm_rmmod_during_case
 rmmod_during_load() {
 	case_insmod_bg "$@"
-	storm_started "$insmod_pid"
+	# The module is in the kernel but not live from its /sys/module
+	# directory until its init, the storm, returns: waiting for that
+	# costs no fork, where storm_started's look for threads took 5 s on
+	# a KASAN guest, past the storm's end.
+	while kill -0 "$insmod_pid" 2>/dev/null && [ ! -d "/sys/module/$1" ]; do
+		sleep 0.1
+	done
 	sleep 2
 	rmmod "$1" 2>"$dir/early_stderr"
 	echo $? >"$dir/early_rmmod_rc"
