@@ -101,11 +101,11 @@ def test_timeout_bounds_a_fixed_count_storm(guest, module):
 
 @pytest.mark.parametrize("module", MODULES)
 def test_bpftrace_detaches_while_a_long_storm_runs(guest, module):
-    """A background storm of up to 600 s on CPUs 0-1 (ipistorm single,
-    tlbstorm user, slabstorm remote): bpftrace attaches a kfunc probe
-    and exits after 1 s, and its detach, which waits for an RCU-Tasks
-    grace period, returns while the storm still runs (no result file
-    yet)."""
+    """bpftrace attaches a kfunc probe, then a background storm of up to
+    600 s starts on CPUs 0-1 (ipistorm single, tlbstorm user, slabstorm
+    remote), and 2 s in bpftrace gets SIGINT: its detach, which waits
+    for an RCU-Tasks grace period, returns while the storm still runs
+    (no result file yet), and the unload interrupts the storm."""
     case = guest.case(f"rcu_tasks_{module}")
     if (case.dir / "skipped").is_file():
         pytest.skip(case.file("skipped"))
@@ -114,7 +114,7 @@ def test_bpftrace_detaches_while_a_long_storm_runs(guest, module):
     assert case.file("threads_after").strip() == ""
     assert f"{module}: End of test: FAILURE (interrupted)" in case.dmesg
     assert_clean(case.dmesg)
-    print(f"{guest.kernel} {module}: bpftrace during the storm "
+    print(f"{guest.kernel} {module}: bpftrace's detach during the storm "
           f"{case.file('seconds').strip()} s")
 
 
