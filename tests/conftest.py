@@ -386,7 +386,8 @@ STRAY_CAL = 10
 # calls found one of them pending and sent none of their own. There the
 # bounds above that rest on a quiet target do not apply (DEBUG_KERNEL);
 # what holds all the same is asserted: every call handled, every IPI sent
-# taken, a polling target sent far fewer than a HLT-idle one.
+# taken, a polling target sent far fewer than a HLT-idle one. (An idle
+# debug guest sends about 100 a second: docs/evidence/debug-idle-ipis.md.)
 
 
 @pytest.hookimpl(tryfirst=True)
