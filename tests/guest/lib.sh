@@ -184,7 +184,7 @@ rmmod_during_load() {
 	# The module is in the kernel but not live from its /sys/module
 	# directory until its init, the storm, returns: waiting for that
 	# costs no fork, where storm_started's look for threads took 5 s on
-	# a KASAN guest, past the storm's end.
+	# a KASAN guest.
 	while kill -0 "$insmod_pid" 2>/dev/null && [ ! -d "/sys/module/$1" ]; do
 		sleep 0.1
 	done
