@@ -199,7 +199,14 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
             assert destroy[cpu] - destroy[3] >= 0.4 * n, destroy
     assert milli(res, "destroy") >= 2 * PER_OP * 1000
     untouched = ok(guest.case("slab_untouched"))
-    assert milli(res, "destroy") > 4 * milli(untouched, "destroy")
+    # at least the touching CPUs' flushes more than an untouched destroy;
+    # on Debian's kernels an untouched one costs next to nothing, on the
+    # debug kernel the guest's own IPIs over its longer op (1649 milli
+    # against 5725 touched: docs/evidence/debug-idle-ipis.md)
+    assert milli(res, "destroy") - milli(untouched, "destroy") >= \
+        2 * PER_OP * 1000
+    assert DEBUG_KERNEL or \
+        milli(res, "destroy") > 4 * milli(untouched, "destroy")
     # creating does not depend on what happened to the previous cache
     assert_interrupts_no_other_cpu(res, "create")
 
