@@ -227,7 +227,10 @@ def remote_shootdowns(trace: str) -> dict[int, dict[int, int]]:
 def test_flush_kind_is_what_the_targets_did(guest, name, kind, pages):
     """pages=1 invalidates that one page on each target; pages=64 is above
     the ceiling of 33 and flushes the whole TLB. `pages` is what the
-    targets' tlb:tlb_flush events say: pages invalidated, -1 for all."""
+    targets' tlb:tlb_flush events say: pages invalidated, -1 for all.
+    Every flush a worker held its CPU through did that on its CPU (see
+    assert_storm_landed); a flush the worker was switched out for may
+    find the CPU lazy and flush nothing there."""
     case = guest.case(name)
     res = ok(case)
     assert res["flush_kind"] == kind
@@ -239,9 +242,14 @@ def test_flush_kind_is_what_the_targets_did(guest, name, kind, pages):
     trace = case.file("trace")
     assert "tlb_flush" in trace, f"{name}: no tlb:tlb_flush events traced"
     events = remote_shootdowns(trace)
+    held = {cpu: int(w["flushes_held"])
+            for cpu, w in per_thread(res, "worker").items()}
     for cpu in targets(res):
         seen = events.get(cpu, {})
-        assert seen.get(pages, 0) >= TOLERANCE * 100, (cpu, seen)
+        if cpu in held:
+            assert seen.get(pages, 0) >= held[cpu], (cpu, seen, held)
+        else:
+            assert seen.get(pages, 0) >= TOLERANCE * 100, (cpu, seen)
         other = sum(n for p, n in seen.items() if p != pages)
         assert other <= STRAY * 100, (cpu, seen)
 
