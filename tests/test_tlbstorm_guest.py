@@ -83,6 +83,12 @@ def per_thread(res: dict[str, str], kind: str) -> dict[int, dict[str, str]]:
     return out
 
 
+def flushes_held(res: dict[str, str]) -> dict[int, int]:
+    """worker.<cpu>.flushes_held -> {cpu: flushes}: see assert_storm_landed."""
+    return {cpu: int(w["flushes_held"])
+            for cpu, w in per_thread(res, "worker").items()}
+
+
 def targets(res: dict[str, str]) -> list[int]:
     return result.cpulist(res["param.targets"])
 
@@ -110,8 +116,7 @@ def assert_storm_landed(res, row: str, per_cpu_expected: int,
     counts the flushes that began and ended while it held its CPU
     (`flushes_held`): each of those interrupted it, exactly."""
     got = result.per_cpu(res, row)
-    held = {cpu: int(w["flushes_held"])
-            for cpu, w in per_thread(res, "worker").items()}
+    held = flushes_held(res)
     assert targets(res)
     # a flush that spans a switch of the worker is not held: a worker
     # preempted often holds few, but the workers of a storm hold some
@@ -242,8 +247,7 @@ def test_flush_kind_is_what_the_targets_did(guest, name, kind, pages):
     trace = case.file("trace")
     assert "tlb_flush" in trace, f"{name}: no tlb:tlb_flush events traced"
     events = remote_shootdowns(trace)
-    held = {cpu: int(w["flushes_held"])
-            for cpu, w in per_thread(res, "worker").items()}
+    held = flushes_held(res)
     for cpu in targets(res):
         seen = events.get(cpu, {})
         if cpu in held:
