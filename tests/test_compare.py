@@ -709,6 +709,22 @@ def test_report_styles():
     assert f"warning: {cmp.warnings[-1]}" in mm
 
 
+@pytest.mark.parametrize("style", ["0day", "mmtests"])
+def test_report_command_runs_on_the_matrix_fixture(style, capsys):
+    """`storm report` itself, argv to exit status, on the committed
+    6.1-vs-6.12 boots: it prints the comparison in the style asked for
+    (its main once crashed on every input, and no test ran it)."""
+    from stormsuite import report
+    data = REPO / "tests" / "data" / "boots" / "matrix-6.1-6.12"
+    rc = report.main(["--style", style, str(data / "6.1.0-56-amd64"),
+                      str(data / "6.12.117+deb12-amd64")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "ipistorm.ipis_per_call" in out or "IPIs per call" in out
+    assert ("%stddev" in out) == (style == "0day")
+    assert ("Interpretation" in out) == (style == "mmtests")
+
+
 def test_report_of_one_boot_a_side_says_so():
     """A box workflow's sets (one boot each): the report carries compare's
     ~ and its warning, not a bare number."""

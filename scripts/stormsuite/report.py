@@ -155,10 +155,10 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     compare.check_stat_options(p, args)
     try:
-        sets = [sets.resolve(s, args.results, pool=args.pool)
-                for s in [args.baseline] + args.candidates]
+        resolved = [sets.resolve(s, args.results, pool=args.pool)
+                    for s in [args.baseline] + args.candidates]
         done = [r.comparison for r in
-                compare.compare(sets, compare.Settings.of(args))]
+                compare.compare(resolved, compare.Settings.of(args))]
     except (runs.RunError, verdict.CompareError) as e:
         print(f"storm report: {e}", file=sys.stderr)
         return 2
