@@ -21,6 +21,25 @@ SHARED := $(basename $(notdir $(wildcard include/*.c)))
 BUILD := build/$(KREL)
 V ?= 0
 
+# The floor: the oldest kernel the storms are built and tested on
+# (docs/kernels.md). Below it the modules would fail on some API with a
+# compiler error; make says so in one line instead.
+FLOOR := 6.1
+# Why the kernel whose headers or tree are $(1) cannot be built for, or
+# nothing: below the floor, or built with a compiler this host lacks (its
+# CONFIG_CC_VERSION_TEXT: a distribution's newer kernel may want gcc-14).
+unbuildable = rel=$$(sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+		$(1)/include/generated/utsrelease.h); \
+	ver=$$(echo "$$rel" | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p'); \
+	cc=$$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ ]*\).*/\1/p' \
+		$(1)/include/config/auto.conf 2>/dev/null || :); \
+	if [ -n "$$ver" ] && [ "$$(printf '%s\n%s\n' $(FLOOR) "$$ver" | \
+			sort -V | head -n 1)" != $(FLOOR) ]; then \
+		echo "$$rel is below the floor, $(FLOOR): the oldest kernel the storms are built and tested on"; \
+	elif [ -n "$$cc" ] && ! command -v "$$cc" >/dev/null 2>&1; then \
+		echo "$$rel was built with $$cc, which is not installed: install it, or build that kernel from source with this host's compiler (docs/kernels.md)"; \
+	fi
+
 .PHONY: all modules all-kernels check clean deps test demo plugin
 
 all: modules plugin
@@ -44,6 +63,8 @@ modules:
 		echo "  installed: $$(ls /lib/modules 2>/dev/null | tr '\n' ' ')" >&2; \
 		exit 1; \
 	fi
+	@why=$$($(call unbuildable,$(KDIR))); \
+	if [ -n "$$why" ]; then echo "error: $$why" >&2; exit 1; fi
 	@mkdir -p $(BUILD)
 	@ln -sfn ../../include $(BUILD)/include
 	@ln -sf ../../Kbuild $(BUILD)/Kbuild
@@ -60,17 +81,33 @@ modules:
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) V=$(V) modules
 	@ls $(BUILD)/*.ko
 
+# A kernel that cannot be built for (below the floor, or its compiler
+# missing) is skipped with a line saying why; every other one is built.
 all-kernels:
-	@set -e; for d in /lib/modules/*/build; do \
+	@set -e; for d in $(MODULES_DIR)/*/build; do \
 		[ -e "$$d/include/generated/utsrelease.h" ] || continue; \
+		why=$$($(call unbuildable,$$d)); \
+		if [ -n "$$why" ]; then echo "skipped: $$why"; continue; fi; \
 		$(MAKE) --no-print-directory KDIR=$$d modules; \
 	done
 
-# Warning-free with W=1 is a requirement: fail on any warning.
+# Warning-free with W=1 is a requirement: fail on any warning. KDIR=
+# checks that one kernel only (a built tree, such as today's kernel).
+ONE_KDIR := $(filter command line,$(origin KDIR))
+# MODULES_DIR: where installed kernels keep their headers (a test sets it)
+MODULES_DIR ?= /lib/modules
+CHECK_KDIRS := $(if $(ONE_KDIR),$(KDIR),$(wildcard $(MODULES_DIR)/*/build))
 check:
-	@mkdir -p build; set -e; for d in /lib/modules/*/build; do \
-		[ -e "$$d/include/generated/utsrelease.h" ] || continue; \
-		rel=$$(basename $$(dirname $$d)); \
+	@mkdir -p build; set -e; for d in $(CHECK_KDIRS); do \
+		[ -e "$$d/include/generated/utsrelease.h" ] || \
+			{ [ -z "$(ONE_KDIR)" ] && continue; \
+			echo "error: no kernel headers at KDIR=$$d" >&2; exit 1; }; \
+		why=$$($(call unbuildable,$$d)); \
+		if [ -n "$$why" ] && [ -n "$(ONE_KDIR)" ]; then \
+			echo "error: $$why" >&2; exit 1; fi; \
+		if [ -n "$$why" ]; then echo "make check: skipped: $$why"; continue; fi; \
+		rel=$$(sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+			$$d/include/generated/utsrelease.h); \
 		rm -rf build/$$rel; \
 		$(MAKE) --no-print-directory KDIR=$$d W=1 modules 2>&1 | tee build/.check.log; \
 		if grep -qE 'warning:|error:' build/.check.log; then \

@@ -28,11 +28,9 @@
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/utsname.h>
-#ifdef CONFIG_X86
-#include <asm/hardirq.h>
-#endif
 
 #include "storm.h"
+#include "storm_compat.h"
 
 /* ---------------------------------------------------------------------
  * Run control: see storm.h.
@@ -504,11 +502,11 @@ static void storm_irqs_read(int cpu, struct storm_irqs *s)
 #ifdef CONFIG_X86
 	const irq_cpustat_t *st = per_cpu_ptr(&irq_stat, cpu);
 
-	s->cal = READ_ONCE(st->irq_call_count);
-	s->res = READ_ONCE(st->irq_resched_count);
-	s->tlb = READ_ONCE(st->irq_tlb_count);
+	s->cal = storm_irq_stat_cal(st);
+	s->res = storm_irq_stat_res(st);
+	s->tlb = storm_irq_stat_tlb(st);
 #ifdef CONFIG_X86_LOCAL_APIC
-	s->loc = READ_ONCE(st->apic_timer_irqs);
+	s->loc = storm_irq_stat_loc(st);
 #endif
 #else
 	memset(s, 0, sizeof(*s));

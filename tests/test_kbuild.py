@@ -197,3 +197,64 @@ def test_ab_refuses_a_patch_that_does_not_apply(tmp_path):
     after = sorted(source.BUILD_ROOT.glob("*")) \
         if source.BUILD_ROOT.exists() else []
     assert after == before
+
+
+def fake_headers(d: pathlib.Path, release: str, cc: str = "") -> pathlib.Path:
+    """A kernel's headers as make reads them: its release, and the
+    compiler it was built with."""
+    (d / "include" / "generated").mkdir(parents=True)
+    (d / "include" / "generated" / "utsrelease.h").write_text(
+        f'#define UTS_RELEASE "{release}"\n')
+    if cc:
+        (d / "include" / "config").mkdir(parents=True)
+        (d / "include" / "config" / "auto.conf").write_text(
+            f'CONFIG_CC_VERSION_TEXT="{cc} (Debian 14.2.0-19) 14.2.0"\n')
+    return d
+
+
+def make(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "--no-print-directory", "-C",
+                           str(kbuild.REPO), *args], capture_output=True, text=True)
+
+
+def test_a_kernel_below_the_floor_is_refused_in_one_line(tmp_path):
+    """make KDIR= a 5.15 kernel: one line naming it, the floor and why,
+    before any compiler runs."""
+    kdir = fake_headers(tmp_path / "5.15", "5.15.0-1-amd64")
+    for target in ("modules", "check"):
+        res = make(f"KDIR={kdir}", target)
+        assert res.returncode != 0
+        errors = [ln for ln in res.stderr.splitlines()
+                  if ln.startswith("error:")]
+        assert errors == ["error: 5.15.0-1-amd64 is below the floor, 6.1: "
+                          "the oldest kernel the storms are built and "
+                          "tested on"]
+    assert not (kbuild.REPO / "build" / "5.15.0-1-amd64").exists()
+
+
+def test_headers_whose_compiler_is_missing_are_refused(tmp_path):
+    """Debian's 7.3 headers on a Debian 12 host ask for gcc-14: make
+    KDIR= them names the compiler instead of failing in kbuild."""
+    kdir = fake_headers(tmp_path / "7.3", "7.3.4+deb13-amd64",
+                        cc="x86_64-linux-gnu-gcc-no-such")
+    res = make(f"KDIR={kdir}", "modules")
+    assert res.returncode != 0
+    assert "error: 7.3.4+deb13-amd64 was built with " \
+        "x86_64-linux-gnu-gcc-no-such, which is not installed" in res.stderr
+
+
+def test_check_skips_installed_kernels_it_cannot_build_and_says_why(tmp_path):
+    """make check over every installed kernel: one it cannot build for is
+    skipped with its reason and the loop goes on, instead of a stop before
+    the others (and the tests) run."""
+    fake_headers(tmp_path / "5.15.0-1-amd64" / "build", "5.15.0-1-amd64")
+    fake_headers(tmp_path / "7.3.4+deb13-amd64" / "build",
+                 "7.3.4+deb13-amd64", cc="x86_64-linux-gnu-gcc-no-such")
+    for target in ("check", "all-kernels"):
+        res = make(f"MODULES_DIR={tmp_path}", target)
+        assert res.returncode == 0, res.stderr
+        skipped = [ln for ln in res.stdout.splitlines() if "skipped:" in ln]
+        assert len(skipped) == 2
+        assert "below the floor, 6.1" in skipped[0]
+        assert "x86_64-linux-gnu-gcc-no-such, which is not installed" \
+            in skipped[1]

@@ -46,6 +46,7 @@
 #include <linux/vmalloc.h>
 
 #include "storm.h"
+#include "storm_compat.h"
 
 static unsigned long numflush;
 module_param(numflush, ulong, 0444);
@@ -159,7 +160,7 @@ static struct tlbstorm_flusher __percpu *flushers;
 static struct tlbstorm_worker __percpu *workers;
 static cpumask_var_t flusher_mask, target_mask;
 static struct mm_struct *storm_mm;	/* user mode: mmget() reference */
-static bool thp_was_disabled;		/* MMF_DISABLE_THP before the storm */
+static bool thp_was_disabled;		/* STORM_MMF_NO_THP before the storm */
 static struct page **kpages;		/* kernel mode: what vmap() maps */
 static atomic_t workers_ready;
 static struct completion workers_all_ready;
@@ -666,7 +667,7 @@ static void tlbstorm_put_mm(void)
 {
 	if (storm_mm) {
 		if (!thp_was_disabled)
-			clear_bit(MMF_DISABLE_THP, &storm_mm->flags);
+			storm_mm_flag_clear(STORM_MMF_NO_THP, storm_mm);
 		mmput(storm_mm);
 		storm_mm = NULL;
 	}
@@ -822,7 +823,8 @@ static int tlbstorm_get_mm(void)
 	 * would clear pages/512 PMD entries, not the pages the result
 	 * counts, and 6.1 and 6.12 would flush different things.
 	 */
-	thp_was_disabled = test_and_set_bit(MMF_DISABLE_THP, &storm_mm->flags);
+	thp_was_disabled = storm_mm_flag_test_and_set(STORM_MMF_NO_THP,
+						      storm_mm);
 	return 0;
 }
 
