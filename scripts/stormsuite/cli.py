@@ -24,7 +24,7 @@ SUBCOMMANDS = {
 # storm kernel WHAT: the second word names the module
 KERNEL = {
     "build": ("kbuild", "a guest kernel from a source tree, then the storms"),
-    "source": ("linux_source", "Debian's linux-source-6.1 as a git tree"),
+    "source": ("linux_source", "Debian's linux-source-6.1 or 7.3 as a git tree"),
 }
 # the shell subcommands (scripts/storm runs their scripts, not Python)
 SHELL = ("run", "test", "demo")
@@ -71,7 +71,7 @@ def parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
 
 def kernel_usage() -> str:
     return "\n".join(["usage: storm kernel build TREE [options] | "
-                      "storm kernel source [DIR]", ""]
+                      "storm kernel source [--series S] [DIR]", ""]
                      + [f"  {w:7} {entry[1]}" for w, entry in KERNEL.items()]
                      + ["", "storm kernel WHAT --help: its options"])
 

@@ -1,13 +1,14 @@
-"""Debian's linux-source-6.1 as a git tree: what the seeds and the e2e
-bisect build their kernels from.
+"""Debian's linux-source-<series> as a git tree: what the seeds, the
+e2e bisects and today's guest kernel build from.
 
-    storm kernel source [DIR]
+    storm kernel source [--series 6.1|7.3] [DIR]
 
-Installs the package when its tarball is missing, unpacks it into DIR
-(default build/linux-source-6.1) and commits it as one root commit,
-tagged storm-linux-source. Kept once made: a second call only prints
-where it is. The tag, not a branch, is what builds use, so commits made
-on top (the bisect demo's) change nothing for the seeds.
+Installs the package when its tarball is missing (linux-source-7.3 comes
+from trixie-backports, which scripts/setup adds at apt priority 1),
+unpacks it into DIR (default build/linux-source-<series>) and commits it
+as one root commit, tagged storm-linux-source. Kept once made: a second
+call only prints where it is. The tag, not a branch, is what builds use,
+so commits made on top (the bisect demo's) change nothing for the seeds.
 """
 
 from __future__ import annotations
@@ -24,9 +25,22 @@ import tempfile
 from . import REPO
 from .git import git
 
-TREE = REPO / "build" / "linux-source-6.1"
+# 6.1: the seeds' kernel; 7.3: today's (trixie-backports)
+SERIES = ("6.1", "7.3")
+DEFAULT_SERIES = "6.1"
 TAG = "storm-linux-source"
-PACKAGE = "linux-source-6.1"
+
+
+def package(series: str = DEFAULT_SERIES) -> str:
+    return f"linux-source-{series}"
+
+
+def tree_of(series: str = DEFAULT_SERIES) -> pathlib.Path:
+    return REPO / "build" / package(series)
+
+
+TREE = tree_of()
+PACKAGE = package()
 IDENTITY = ["-c", "user.name=storm", "-c", "user.email=storm@localhost"]
 
 
@@ -34,31 +48,38 @@ class SourceTreeError(Exception):
     pass
 
 
-def tarball() -> pathlib.Path | None:
-    found = sorted(glob.glob(f"/usr/src/{PACKAGE}.tar.*"))
+def tarball(series: str = DEFAULT_SERIES) -> pathlib.Path | None:
+    found = sorted(glob.glob(f"/usr/src/{package(series)}.tar.*"))
     return pathlib.Path(found[-1]) if found else None
 
 
-def install(say) -> pathlib.Path:
+def install(say, series: str = DEFAULT_SERIES) -> pathlib.Path:
     """The package's tarball, installed with apt-get if it is missing."""
-    found = tarball()
+    found = tarball(series)
     if found:
         return found
-    say(f"installing {PACKAGE}")
+    pkg = package(series)
+    say(f"installing {pkg}")
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
     res = subprocess.run(
         [*sudo, "apt-get", "install", "-y", "-q", "--no-install-recommends",
-         PACKAGE], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+         pkg], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
         stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    found = tarball()
+    found = tarball(series)
     if res.returncode != 0 or not found:
-        raise SourceTreeError(f"apt-get install {PACKAGE} failed: "
+        hint = " (scripts/setup adds trixie-backports, where it is)" \
+            if series != DEFAULT_SERIES else ""
+        raise SourceTreeError(f"apt-get install {pkg} failed{hint}: "
                               f"{res.stderr.strip()[-500:]}")
     return found
 
 
-def ensure(tree: pathlib.Path = TREE, say=None) -> str:
-    """TREE as a git tree with the tag; the tagged commit."""
+def ensure(tree: pathlib.Path | None = None, say=None,
+           series: str = DEFAULT_SERIES) -> str:
+    """TREE (default: the series' own) as a git tree with the tag; the
+    tagged commit."""
+    tree = tree or tree_of(series)
+    pkg = package(series)
     def _say(msg: str) -> None:
         print(f"storm kernel source: {msg}", file=sys.stderr, flush=True)
     say = say or _say
@@ -74,14 +95,14 @@ def ensure(tree: pathlib.Path = TREE, say=None) -> str:
     if tree.exists() and any(tree.iterdir()):
         raise SourceTreeError(f"{tree} exists and is not a git tree: move "
                               "it away, or give another directory")
-    tar = install(say)
+    tar = install(say, series)
     say(f"unpacking {tar} into {tree}")
     tree.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=tree.parent) as scratch:
         subprocess.run(["tar", "-xf", str(tar), "-C", scratch], check=True)
-        unpacked = pathlib.Path(scratch) / PACKAGE
+        unpacked = pathlib.Path(scratch) / pkg
         if not (unpacked / "Makefile").is_file():
-            raise SourceTreeError(f"{tar}: no {PACKAGE}/Makefile in it")
+            raise SourceTreeError(f"{tar}: no {pkg}/Makefile in it")
         version = subprocess.run(
             ["make", "-s", "-C", str(unpacked), "kernelversion"],
             capture_output=True, text=True).stdout.strip()
@@ -89,7 +110,7 @@ def ensure(tree: pathlib.Path = TREE, say=None) -> str:
         # Debian's .gitignore ignores the whole top level: add with -f
         git(unpacked, "add", "-A", "-f", ".")
         git(unpacked, *IDENTITY, "commit", "-q", "-m",
-            f"Linux {version} (Debian {PACKAGE})")
+            f"Linux {version} (Debian {pkg})")
         git(unpacked, "tag", TAG)
         shutil.move(str(unpacked), str(tree))
     return git(tree, "rev-parse", f"{TAG}^{{commit}}")
@@ -98,11 +119,15 @@ def ensure(tree: pathlib.Path = TREE, say=None) -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm kernel source",
-        description=f"Unpack Debian's {PACKAGE} (installed with apt-get if "
-        f"missing) into DIR as a git tree whose one commit is tagged {TAG}: "
-        "the tree the seeds and the e2e bisect build from.")
-    p.add_argument("dir", nargs="?", type=pathlib.Path, default=TREE,
-                   help=f"where (default {TREE.relative_to(REPO)})")
+        description="Unpack Debian's linux-source-SERIES (installed with "
+        "apt-get if missing) into DIR as a git tree whose one commit is "
+        f"tagged {TAG}: the tree the seeds (6.1), the e2e bisects and "
+        "today's guest kernel (7.3) build from.")
+    p.add_argument("dir", nargs="?", type=pathlib.Path,
+                   help="where (default build/linux-source-SERIES)")
+    p.add_argument("--series", choices=SERIES, default=DEFAULT_SERIES,
+                   help=f"which Debian source package (default "
+                   f"{DEFAULT_SERIES})")
     return p
 
 
@@ -110,10 +135,11 @@ def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
     try:
-        rev = ensure(args.dir.resolve())
+        tree = (args.dir or tree_of(args.series)).resolve()
+        rev = ensure(tree, series=args.series)
     except (SourceTreeError, RuntimeError, subprocess.CalledProcessError) \
             as e:
         print(f"storm kernel source: {e}", file=sys.stderr)
         return 1
-    print(f"{args.dir} {TAG} {rev[:12]}")
+    print(f"{tree} {TAG} {rev[:12]}")
     return 0
