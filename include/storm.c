@@ -19,6 +19,7 @@
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
+#include <linux/preempt.h>
 #include <linux/printk.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -830,12 +831,35 @@ static void storm_show_cpus_online(struct seq_file *m,
 	seq_putc(m, '\n');
 }
 
+/*
+ * The kernel's preemption model: it moves what a storm's threads and
+ * their targets cost, and kernels differ in what they offer (7.x on x86
+ * has lazy preemption and no longer PREEMPT_VOLUNTARY).
+ */
+static const char *storm_preempt_model(void)
+{
+	if (preempt_model_rt())
+		return "rt";
+#ifdef CONFIG_ARCH_HAS_PREEMPT_LAZY
+	if (preempt_model_lazy())
+		return "lazy";
+#endif
+	if (preempt_model_full())
+		return "full";
+	if (preempt_model_voluntary())
+		return "voluntary";
+	if (preempt_model_none())
+		return "none";
+	return "unknown";
+}
+
 void storm_show_header(struct seq_file *m, const char *storm,
 		       const struct storm_ctl *ctl, bool failed)
 {
 	seq_printf(m, "storm: %s\n", storm);
 	seq_printf(m, "schema: %d\n", STORM_SCHEMA);
 	seq_printf(m, "kernel: %s\n", init_utsname()->release);
+	seq_printf(m, "kernel.preempt: %s\n", storm_preempt_model());
 	seq_printf(m, "status: %s\n", storm_status(ctl, failed));
 	storm_show_cpus_online(m, ctl->irqs_before);
 	seq_printf(m, "runtime_ns: %llu\n", ctl->end_ns - ctl->start_ns);

@@ -25,7 +25,35 @@ def test_unmet_lists_what_the_tree_did_not_take():
     wanted = {"CONFIG_SMP": "y", "CONFIG_FOO": "y", "CONFIG_USB": "n",
               "CONFIG_LOCALVERSION": '"-x"'}
     got = {"CONFIG_SMP": "y", "CONFIG_LOCALVERSION": '"-x"'}
-    assert kbuild.unmet(wanted, got) == ["CONFIG_FOO=y (got n)"]
+    assert kbuild.unmet(wanted, got) == [
+        "CONFIG_FOO=y (got n): refused, by its dependencies or a choice"]
+
+
+def test_an_option_the_kernel_no_longer_has_is_told_from_a_refused_one(
+        tmp_path):
+    """7.3 has no PROC_SYSCTL option any more, and offers no
+    PREEMPT_VOLUNTARY on x86 (it depends on !ARCH_HAS_PREEMPT_LAZY): the
+    notes say which is which, from the tree's own Kconfig files."""
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel" / "Kconfig.preempt").write_text(
+        "choice\n\tprompt \"Preemption Model\"\n"
+        "config PREEMPT_VOLUNTARY\n\tdepends on !ARCH_HAS_PREEMPT_LAZY\n"
+        "config PREEMPT_LAZY\n\tbool\nendchoice\n"
+        "menuconfig SMP\n\tbool\n")
+    known = kbuild.kconfig_symbols(tmp_path)
+    assert {"CONFIG_PREEMPT_VOLUNTARY", "CONFIG_PREEMPT_LAZY",
+            "CONFIG_SMP"} <= known
+    wanted = {"CONFIG_PREEMPT_VOLUNTARY": "y", "CONFIG_PROC_SYSCTL": "y",
+              "CONFIG_GONE_AND_OFF": "n", "CONFIG_SMP": "y"}
+    got = {"CONFIG_PREEMPT_LAZY": "y", "CONFIG_SMP": "y"}
+    assert kbuild.unmet(wanted, got, known) == [
+        "CONFIG_PREEMPT_VOLUNTARY=y (got n): refused, by its dependencies "
+        "or a choice",
+        "CONFIG_PROC_SYSCTL=y: this kernel has no such option"]
+    assert kbuild.preempt_model(got) == "PREEMPT_LAZY"
+    assert kbuild.preempt_model({"CONFIG_PREEMPT_VOLUNTARY": "y",
+                                 "CONFIG_PREEMPT_DYNAMIC": "y"}) \
+        == "PREEMPT_VOLUNTARY (PREEMPT_DYNAMIC)"
 
 
 def test_user_fragments_come_after_the_guest_config(tmp_path):

@@ -57,6 +57,30 @@ def test_built_tree(tmp_path):
     assert (k.release, k.kdir, k.tree) == ("6.1.99-storm", tree, tree)
 
 
+def test_todays_series_is_its_build_from_debian_source(tmp_path):
+    """--kernel 7.3: the kernel `storm kernel build --series 7.3` made,
+    preferred to a stock image of the series (whose headers want gcc-14);
+    before it is built, the refusal says how to build it."""
+    boot, mods = fake_boot(tmp_path, ["6.1.0-56-amd64", "7.3.4+deb13-amd64"])
+    root = tmp_path / "kernel"
+    with pytest.raises(kernels.KernelNotFound,
+                       match="storm kernel build --series 7.3"):
+        kernels.resolve("7.3", tmp_path / "no-boot", mods, root)
+    built = kernels.series_build("7.3", root)
+    (built / "arch/x86/boot").mkdir(parents=True)
+    (built / "arch/x86/boot/bzImage").write_text("")
+    (built / "include/generated").mkdir(parents=True)
+    (built / "include/generated/utsrelease.h").write_text(
+        '#define UTS_RELEASE "7.3.4-storm"\n')
+    # a build that did not finish is not booted
+    (built / ".storm-config").write_text("")
+    assert kernels.resolve("7.3", boot, mods, root).release \
+        == "7.3.4+deb13-amd64"
+    (built / ".storm-built").write_text("{}")
+    k = kernels.resolve("7.3", boot, mods, root)
+    assert (k.release, k.tree) == ("7.3.4-storm", built)
+
+
 def test_unbuilt_tree_refused(tmp_path):
     with pytest.raises(kernels.KernelNotFound, match="not a built kernel"):
         kernels.resolve(str(tmp_path))

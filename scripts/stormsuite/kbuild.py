@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from . import REPO
+from . import REPO, kernels, linux_source
 from .git import git
 
 GUEST_CONFIG = REPO / "configs" / "guest.config"
@@ -97,14 +97,47 @@ def merged_fragment(fragments: list[pathlib.Path]) -> str:
     return "\n".join(parts)
 
 
-def unmet(wanted: dict[str, str], got: dict[str, str]) -> list[str]:
-    """Options asked for that the configuration did not take."""
+def unmet(wanted: dict[str, str], got: dict[str, str],
+          known: set[str] | None = None) -> list[str]:
+    """Options asked for that the configuration did not take. With KNOWN
+    (the tree's options: kconfig_symbols), one the tree does not have at
+    all is told from one it refused."""
     missing = []
     for sym, value in wanted.items():
         have = got.get(sym, "n")
-        if value.strip('"') != have.strip('"'):
-            missing.append(f"{sym}={value} (got {have})")
+        if value.strip('"') == have.strip('"'):
+            continue
+        if known is not None and sym not in known:
+            if value != "n":
+                missing.append(f"{sym}={value}: this kernel has no such "
+                               "option")
+            continue
+        missing.append(f"{sym}={value} (got {have}): refused, by its "
+                       "dependencies or a choice")
     return missing
+
+
+KCONFIG_SYMBOL = re.compile(r"^\s*(?:menu)?config\s+(\w+)", re.M)
+
+
+def kconfig_symbols(tree: pathlib.Path) -> set[str]:
+    """Every CONFIG_ option the tree's Kconfig files define."""
+    known = set()
+    for f in tree.rglob("Kconfig*"):
+        if f.is_file():
+            known.update("CONFIG_" + m.group(1) for m in
+                         KCONFIG_SYMBOL.finditer(f.read_text(errors="replace")))
+    return known
+
+
+def preempt_model(config: dict[str, str]) -> str:
+    """The preemption model a .config chose, as the kernel names it."""
+    for model in ("PREEMPT_RT", "PREEMPT_LAZY", "PREEMPT",
+                  "PREEMPT_VOLUNTARY", "PREEMPT_NONE"):
+        if config.get(f"CONFIG_{model}") == "y":
+            dynamic = config.get("CONFIG_PREEMPT_DYNAMIC") == "y"
+            return model + (" (PREEMPT_DYNAMIC)" if dynamic else "")
+    return "unknown"
 
 
 def make_env(localversion: str = "") -> dict[str, str]:
@@ -179,13 +212,18 @@ def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
              log, "configuration", progress)
     wanted = parse_config(fragment)
     got = parse_config((out / ".config").read_text())
-    missing = unmet(wanted, got)
+    missing = unmet(wanted, got, kconfig_symbols(tree))
     fatal = [m for m in missing if m.split("=")[0] in ESSENTIAL]
     if fatal:
         raise BuildError("the configuration lacks what the guest needs: "
                          + ", ".join(fatal))
     for m in missing:
         print(f"storm kernel build: note: {m}", file=sys.stderr)
+    # guest.config asks for PREEMPT_VOLUNTARY, which 7.x on x86 no longer
+    # offers: say which model the kernel took instead
+    if any(m.startswith("CONFIG_PREEMPT") for m in missing):
+        print(f"storm kernel build: note: preemption model "
+              f"{preempt_model(got)}", file=sys.stderr)
     copy.write_text(fragment)
 
 
@@ -259,6 +297,7 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
     seconds = time.monotonic() - started
     (out / STAMP).write_text(json.dumps({
         "tree": str(tree), "revision": revision, "release": release,
+        "preempt": preempt_model(parse_config((out / ".config").read_text())),
         "fragment": fragment_id(fragments), "localversion": localversion,
         "seconds": round(seconds, 1), "finished": time.time()}) + "\n")
     return Built(out=out, release=release, seconds=seconds, revision=revision)
@@ -271,7 +310,13 @@ def parser() -> argparse.ArgumentParser:
         "directory (the tree stays clean), with allnoconfig + "
         "configs/guest.config + your fragments, then the storm modules "
         "against it. Boot it with: storm vm --kernel OUT.")
-    p.add_argument("tree", type=pathlib.Path, help="kernel source tree")
+    p.add_argument("tree", type=pathlib.Path, nargs="?",
+                   help="kernel source tree")
+    p.add_argument("--series", choices=kernels.SOURCE_SERIES,
+                   help="instead of a tree: Debian's linux-source-SERIES "
+                   "(unpacked by storm kernel source), built into "
+                   "build/kernel/debian-SERIES, where storm vm --kernel "
+                   "SERIES finds it")
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="a config fragment merged on top (repeatable)")
@@ -294,10 +339,16 @@ def main(argv: list[str]) -> int:
             p.error(f"{frag}: no such config fragment")
     if not re.fullmatch(r"[A-Za-z0-9._+-]*", args.localversion):
         p.error("--localversion: letters, digits and . _ + - only")
+    if (args.tree is None) == (args.series is None):
+        p.error("give a TREE or --series, one of them")
     try:
+        if args.series:
+            args.tree = linux_source.tree_of(args.series)
+            linux_source.ensure(args.tree, series=args.series)
+            args.out = args.out or kernels.series_build(args.series)
         built = build(args.tree, args.out, fragments=tuple(args.config),
                       localversion=args.localversion, jobs=args.jobs)
-    except BuildError as e:
+    except (BuildError, linux_source.SourceTreeError) as e:
         print(f"storm kernel build: {e}", file=sys.stderr)
         return 1
     print(f"storm kernel build: {built.release} in {built.out} "

@@ -1,7 +1,11 @@
 """Find a kernel to boot: a stock Debian series, a vmlinuz, or a built tree.
 
 Nothing here knows an exact Debian ABI version: "6.1" means the newest
-installed /boot/vmlinuz-6.1.*, whatever Debian's updates made it.
+installed /boot/vmlinuz-6.1.*, whatever Debian's updates made it. A
+series built from Debian's source package (`storm kernel build --series
+7.3`: today's kernel, whose stock image's headers want a compiler a
+Debian 12 host lacks) is found in its build directory, and is preferred
+to an image of the same series under /boot.
 """
 
 from __future__ import annotations
@@ -10,8 +14,19 @@ import dataclasses
 import pathlib
 import re
 
+from . import REPO
+
 BOOT = pathlib.Path("/boot")
 MODULES = pathlib.Path("/lib/modules")
+# what `storm kernel build --series S` builds, and the series it builds
+SERIES_BUILDS = REPO / "build" / "kernel"
+SOURCE_SERIES = ("7.3",)
+
+
+def series_build(series: str, root: pathlib.Path = SERIES_BUILDS) \
+        -> pathlib.Path:
+    """Where `storm kernel build --series SERIES` puts its kernel."""
+    return root / f"debian-{series}"
 
 
 class KernelNotFound(Exception):
@@ -57,8 +72,10 @@ def installed_series(boot: pathlib.Path = BOOT) -> dict[str, list[str]]:
 
 
 def resolve(spec: str, boot: pathlib.Path = BOOT,
-            modules: pathlib.Path = MODULES) -> Kernel:
-    """spec: "6.1", "6.12", a vmlinuz path, or a built kernel tree."""
+            modules: pathlib.Path = MODULES,
+            series_root: pathlib.Path = SERIES_BUILDS) -> Kernel:
+    """spec: "6.1", "6.12", "7.3", a vmlinuz path, or a built kernel
+    tree."""
     path = pathlib.Path(spec)
     if path.is_dir():
         image = path / "arch" / "x86" / "boot" / "bzImage"
@@ -84,7 +101,16 @@ def resolve(spec: str, boot: pathlib.Path = BOOT,
         return Kernel(image=path, release=release,
                       kdir=kdir if kdir.exists() else None)
     if re.fullmatch(r"\d+\.\d+", spec):
+        built = series_build(spec, series_root)
+        if (built / ".storm-built").is_file():
+            return resolve(str(built), boot, modules, series_root)
         rels = installed_series(boot).get(spec)
+        if not rels and spec in SOURCE_SERIES:
+            raise KernelNotFound(
+                f"no {spec} kernel built yet: build it once with "
+                f"scripts/storm kernel build --series {spec} (Debian's "
+                f"linux-source-{spec}, about 16 minutes cold on 2 cores; "
+                f"kept in {built})")
         if not rels:
             have = ", ".join(sorted(installed_series(boot))) or "none"
             raise KernelNotFound(
@@ -95,4 +121,5 @@ def resolve(spec: str, boot: pathlib.Path = BOOT,
         return Kernel(image=boot / f"vmlinuz-{release}", release=release,
                       kdir=kdir if kdir.exists() else None)
     raise KernelNotFound(
-        f"{spec}: not a kernel series (6.1, 6.12), a vmlinuz or a built tree")
+        f"{spec}: not a kernel series (6.1, 6.12, 7.3), a vmlinuz or a "
+        "built tree")
