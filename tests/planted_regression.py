@@ -3,7 +3,7 @@
 instructions on the sender before every call smp_call_function_single()
 and its kin queue, some 20 us on a call of 4 to 6 us under TCG here.
 Not ndelay(): under single-threaded TCG its PAUSE hands the host thread to
-the next vCPU (tests/e2e/bisect-linux-6.1 plants a tenth of it, for a
+the next vCPU (tests/e2e/bisect-linux plants a tenth of it, for a
 bisect in guests of many boots a commit). tests/e2e/box-ab patches it in;
 tests/e2e/box-bisect commits it among harmless commits."""
 
@@ -44,7 +44,7 @@ def append(text: str, line: str) -> str:
 
 
 # The commits of the box bisect, on the tag: harmless, harmless, the
-# regression, harmless, harmless (the shape of bisect-linux-6.1's)
+# regression, harmless, harmless (the shape of bisect-linux's)
 CHAIN = (
     ("Documentation/core-api/index.rst",
      lambda t: append(t, "\nIPI costs are measured with the storm suite."),

@@ -303,6 +303,24 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
     return Built(out=out, release=release, seconds=seconds, revision=revision)
 
 
+def prepare(tree: pathlib.Path, out: pathlib.Path, *,
+            localversion: str = "-storm-prepared", jobs: int | None = None,
+            progress: bool = True) -> str:
+    """What building modules against TREE needs and no more (make
+    modules_prepare on the guest configuration, no vmlinux): a W=1 check
+    of the storms against a kernel in a minute or two, not a full build.
+    Its own release name, so its modules never mix with a booted
+    kernel's; never booted (no stamp, no image). Returns the release."""
+    tree = tree.resolve()
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = jobs or os.cpu_count() or 1
+    configure(tree, out, merged_fragment([]), jobs, progress)
+    run_make(make_args(tree, out, jobs) + ["modules_prepare"],
+             out / "build.log", "modules_prepare", progress, localversion)
+    return release_of(out)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm kernel build",
@@ -320,6 +338,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="a config fragment merged on top (repeatable)")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="configure and make modules_prepare only, into "
+                   "OUT (default with --series: build/kernel/"
+                   "debian-SERIES-prepared): enough to build the storms "
+                   "against (make check KDIR=OUT), not to boot")
     p.add_argument("--out", type=pathlib.Path,
                    help="build directory (default build/kernel/<tree name>-<hash of "
                    "its path>)")
@@ -345,7 +368,18 @@ def main(argv: list[str]) -> int:
         if args.series:
             args.tree = linux_source.tree_of(args.series)
             linux_source.ensure(args.tree, series=args.series)
-            args.out = args.out or kernels.series_build(args.series)
+            out = kernels.series_build(args.series)
+            if args.prepare_only:
+                out = out.with_name(out.name + "-prepared")
+            args.out = args.out or out
+        if args.prepare_only:
+            if not args.out:
+                p.error("--prepare-only: give --out (or --series)")
+            release = prepare(args.tree, args.out, jobs=args.jobs)
+            print(f"storm kernel build: {release} prepared in {args.out}; "
+                  f"build the storms against it with: make check "
+                  f"KDIR={args.out}")
+            return 0
         built = build(args.tree, args.out, fragments=tuple(args.config),
                       localversion=args.localversion, jobs=args.jobs)
     except (BuildError, linux_source.SourceTreeError) as e:
