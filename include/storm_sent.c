@@ -66,7 +66,6 @@ static struct {
 	bool removed[4];
 	bool registered;
 	bool pinned;		/* a probe could not be removed: see below */
-	int error;		/* why there are no counts, or 0 */
 	bool counted;		/* both snapshots were taken */
 	unsigned long missed;	/* in the window, see storm_sent_nmissed() */
 	u64 hits;		/* probe hits in the window, all CPUs */
@@ -130,6 +129,10 @@ static noinline void storm_sent_calibrate_fn(unsigned int cpu)
 	asm volatile("" : : "r" (cpu) : "memory");
 }
 
+/*
+ * The send functions are found through smp_ops, not by name: their names
+ * change between releases and with the APIC driver, the hooks do not.
+ */
 static int storm_sent_register(void)
 {
 	struct kprobe *kps[ARRAY_SIZE(storm_sent.probes)];
@@ -139,6 +142,12 @@ static int storm_sent_register(void)
 		smp_ops.smp_send_reschedule,
 		storm_sent_calibrate_fn,
 	};
+	static const char * const hook[] = {
+		"smp_ops.send_call_func_ipi",
+		"smp_ops.send_call_func_single_ipi",
+		"smp_ops.smp_send_reschedule",
+		"storm_sent_calibrate_fn",
+	};
 	kprobe_pre_handler_t handler[] = {
 		storm_sent_mask, storm_sent_single, storm_sent_resched,
 		storm_sent_single,
@@ -146,8 +155,11 @@ static int storm_sent_register(void)
 	int i, ret;
 
 	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++) {
-		if (!addr[i])
+		if (!addr[i]) {
+			pr_err("count_sent=1: this kernel has no %s to probe: refused\n",
+			       hook[i]);
 			return -ENOENT;
+		}
 		memset(&storm_sent.probes[i], 0, sizeof(storm_sent.probes[i]));
 		storm_sent.probes[i].addr = addr[i];
 		storm_sent.probes[i].pre_handler = handler[i];
@@ -155,8 +167,11 @@ static int storm_sent_register(void)
 		kps[i] = &storm_sent.probes[i];
 	}
 	ret = register_kprobes(kps, ARRAY_SIZE(kps));
-	if (ret)
+	if (ret) {
+		pr_err("count_sent=1: cannot probe the IPI send functions %ps %ps %ps (%d): refused\n",
+		       addr[0], addr[1], addr[2], ret);
 		return ret;
+	}
 	/* as registered: the kernel may move it (past an ENDBR on x86) */
 	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++)
 		storm_sent.addr[i] = storm_sent.probes[i].addr;
@@ -313,8 +328,10 @@ void storm_sent_free(void)
 }
 
 /*
- * At the end of a module's init, before its threads are released: -ENOMEM
- * fails the load; a kernel without the probes only loses the counts.
+ * At the end of a module's init, before its threads are released: a
+ * failure fails the load, a kernel whose send functions cannot be probed
+ * included (count_sent=1 asked for counts; a result without them would
+ * be compared as zeros).
  */
 int storm_sent_start(void)
 {
@@ -346,10 +363,8 @@ int storm_sent_start(void)
 	storm_sent.bare_ns = storm_sent_time_calls();
 	ret = storm_sent_register();
 	if (ret) {
-		pr_warn("cannot probe the IPI send functions (%d): no send-side counts\n",
-			ret);
-		storm_sent.error = ret;
-		return 0;
+		storm_sent_free();
+		return ret;
 	}
 	storm_sent.registered = true;
 	return 0;
@@ -430,8 +445,8 @@ void storm_sent_show(struct seq_file *m,
 		return;
 	}
 	if (!storm_sent.counted) {
-		seq_printf(m, "sent.source: unavailable (%d)\n",
-			   storm_sent.error);
+		/* the storm ended before its window's second snapshot */
+		seq_puts(m, "sent.source: unavailable\n");
 		return;
 	}
 	seq_printf(m, "sent.source: kprobe %ps %ps %ps\n",
