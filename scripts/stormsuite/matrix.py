@@ -202,7 +202,7 @@ def parser() -> argparse.ArgumentParser:
         "storm matrix --vary handler_ns=0,250 ipistorm ...;  "
         "A/A: storm matrix --kernel 6.1 --kernel 6.1 ipistorm ...")
     p.add_argument("--kernel", action="append", default=[],
-                   help="a kernel for storm vm (6.1, 6.12, vmlinuz, tree); "
+                   help="a kernel for storm vm (6.1, 6.12, 7.3, vmlinuz, tree); "
                    "repeat for more (default 6.1)")
     p.add_argument("--append", action="append", default=[],
                    help="boot arguments, '' for none; repeat for more "

@@ -468,8 +468,9 @@ def parser() -> argparse.ArgumentParser:
         "the same: --status-file says which).")
     p.add_argument("--kernel", default="6.1",
                    help="6.1, 6.12 (newest installed Debian kernel of that "
-                   "series), a vmlinuz-<release>, or a built kernel tree "
-                   "(default 6.1)")
+                   "series), 7.3 (built from Debian's source by storm "
+                   "kernel build --series 7.3), a vmlinuz-<release>, or a "
+                   "built kernel tree (default 6.1)")
     p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
     p.add_argument("--numa", type=int, default=1, metavar="NODES",
