@@ -12,7 +12,7 @@ SUBCOMMANDS = {
     "compare": ("compare", "compare result sets: mean, CV, change, significance"),
     "report": ("report", "a comparison in 0-day or mmtests style, for mail"),
     "matrix": ("matrix", "run a storm on several kernels/boot args, then compare"),
-    "kernel": ("kbuild", "kernel build TREE: a guest kernel and the storms; kernel source"),
+    "kernel": ("kbuildcli", "kernel build TREE: a guest kernel and the storms; kernel source"),
     "ab": ("ab", "a patched kernel against its baseline, built and compared"),
     "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
@@ -23,7 +23,8 @@ SUBCOMMANDS = {
 }
 # storm kernel WHAT: the second word names the module
 KERNEL = {
-    "build": ("kbuild", "a guest kernel from a source tree, then the storms"),
+    "build": ("kbuildcli", "a guest kernel from a source tree (or Debian's "
+              "7.3 source), then the storms"),
     "source": ("linux_source", "Debian's linux-source-6.1 or 7.3 as a git tree"),
 }
 # the shell subcommands (scripts/storm runs their scripts, not Python)

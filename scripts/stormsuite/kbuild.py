@@ -14,7 +14,6 @@ as if it were the previous good one (kernels.resolve checks it).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -26,7 +25,7 @@ import subprocess
 import sys
 import time
 
-from . import REPO, kernels, linux_source
+from . import REPO
 from .git import git
 
 GUEST_CONFIG = REPO / "configs" / "guest.config"
@@ -319,73 +318,3 @@ def prepare(tree: pathlib.Path, out: pathlib.Path, *,
     run_make(make_args(tree, out, jobs) + ["modules_prepare"],
              out / "build.log", "modules_prepare", progress, localversion)
     return release_of(out)
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="storm kernel build",
-        description="Build a guest kernel from a source tree into a separate "
-        "directory (the tree stays clean), with allnoconfig + "
-        "configs/guest.config + your fragments, then the storm modules "
-        "against it. Boot it with: storm vm --kernel OUT.")
-    p.add_argument("tree", type=pathlib.Path, nargs="?",
-                   help="kernel source tree")
-    p.add_argument("--series", choices=kernels.SOURCE_SERIES,
-                   help="instead of a tree: Debian's linux-source-SERIES "
-                   "(unpacked by storm kernel source), built into "
-                   "build/kernel/debian-SERIES, where storm vm --kernel "
-                   "SERIES finds it")
-    p.add_argument("--config", action="append", default=[],
-                   type=pathlib.Path, metavar="FRAGMENT",
-                   help="a config fragment merged on top (repeatable)")
-    p.add_argument("--prepare-only", action="store_true",
-                   help="configure and make modules_prepare only, into "
-                   "OUT (default with --series: build/kernel/"
-                   "debian-SERIES-prepared): enough to build the storms "
-                   "against (make check KDIR=OUT), not to boot")
-    p.add_argument("--out", type=pathlib.Path,
-                   help="build directory (default build/kernel/<tree name>-<hash of "
-                   "its path>)")
-    p.add_argument("--localversion", default="-storm",
-                   help="appended to the release, as make LOCALVERSION= "
-                   "does (default -storm)")
-    p.add_argument("-j", "--jobs", type=int,
-                   help="parallel jobs (default: CPU count)")
-    return p
-
-
-def main(argv: list[str]) -> int:
-    p = parser()
-    args = p.parse_args(argv)
-    for frag in args.config:
-        if not frag.is_file():
-            p.error(f"{frag}: no such config fragment")
-    if not re.fullmatch(r"[A-Za-z0-9._+-]*", args.localversion):
-        p.error("--localversion: letters, digits and . _ + - only")
-    if (args.tree is None) == (args.series is None):
-        p.error("give a TREE or --series, one of them")
-    try:
-        if args.series:
-            args.tree = linux_source.tree_of(args.series)
-            linux_source.ensure(args.tree, series=args.series)
-            out = kernels.series_build(args.series)
-            if args.prepare_only:
-                out = out.with_name(out.name + "-prepared")
-            args.out = args.out or out
-        if args.prepare_only:
-            if not args.out:
-                p.error("--prepare-only: give --out (or --series)")
-            release = prepare(args.tree, args.out, jobs=args.jobs)
-            print(f"storm kernel build: {release} prepared in {args.out}; "
-                  f"build the storms against it with: make check "
-                  f"KDIR={args.out}")
-            return 0
-        built = build(args.tree, args.out, fragments=tuple(args.config),
-                      localversion=args.localversion, jobs=args.jobs)
-    except (BuildError, linux_source.SourceTreeError) as e:
-        print(f"storm kernel build: {e}", file=sys.stderr)
-        return 1
-    print(f"storm kernel build: {built.release} in {built.out} "
-          f"({built.seconds:.0f} s); boot it with: "
-          f"scripts/storm vm --kernel {built.out} -- ...")
-    return 0
