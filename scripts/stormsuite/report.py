@@ -139,8 +139,13 @@ def parser() -> argparse.ArgumentParser:
         "%stddev %change %stddev table) or mmtests (normalized AMean "
         "[pct imp](CV), as seed 004 quotes it). Writes nothing.")
     p.add_argument("baseline", help="label under results/, or a directory")
-    p.add_argument("candidates", nargs="+", metavar="candidate")
-    p.add_argument("--style", choices=sorted(STYLES), default="0day")
+    p.add_argument("candidates", nargs="+", metavar="candidate",
+                   help="a set compared with the baseline: a label or a "
+                   "directory, as the baseline (one or more)")
+    p.add_argument("--style", choices=sorted(STYLES), default="0day",
+                   help="0day: lkp-tests' table, a row per metric with "
+                   "%%stddev %%change %%stddev; mmtests: normalized blocks "
+                   "per metric (default 0day)")
     p.add_argument("--results", type=pathlib.Path, default=runs.RESULTS,
                    help="where labels live (default: $STORM_RESULTS, "
                    "else results/)")
