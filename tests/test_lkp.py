@@ -202,13 +202,21 @@ def test_install_into_an_lkp_checkout(lkp_src, tmp_path):
     assert "hosts/box1" in done
     cases = (lkp_src / "etc" / "linux-perf-test-cases").read_text().split()
     assert {"ipistorm", "tlbstorm", "slabstorm"} <= set(cases)
-    index = (lkp_src / "etc" / "index-perf.yaml").read_text()
-    assert "ipistorm\\.time_per_call_ns: -1\n" in index
-    assert "tlbstorm\\.ipis_per_flush: -1\n" in index
+    # what lkp's compare, stats, matrix and bisect KPIs read the
+    # direction of a stat from is index-perf-all.yaml
+    for name in ("index-perf-all.yaml", "index-perf.yaml"):
+        index = (lkp_src / "etc" / name).read_text()
+        assert "ipistorm\\.time_per_call_ns: -1\n" in index
+        assert "tlbstorm\\.ipis_per_flush: -1\n" in index
+    readers = [f for f in ("lib/stats.rb", "sbin/compare", "lib/matrix.rb",
+                           "lib/bisect_kpi.rb")
+               if (lkp_src / f).is_file()
+               and "index-perf-all.yaml" in (lkp_src / f).read_text()]
+    assert readers, "lkp-tests no longer reads index-perf-all.yaml"
     # again: nothing breaks, nothing is added twice
     again = lkp.install(lkp_src, tmp_path / "benchmarks", hostname="box1")
     assert not {"hosts/box1", "etc/linux-perf-test-cases",
-                "etc/index-perf.yaml"} & set(again)
+                "etc/index-perf.yaml", "etc/index-perf-all.yaml"} & set(again)
     assert (lkp_src / "etc" / "linux-perf-test-cases").read_text() \
         .split().count("ipistorm") == 1
     with pytest.raises(lkp.InstallError):

@@ -3,7 +3,7 @@
 Copies lkp/programs/<storm>/ (run, parse, meta.yaml) and lkp/jobs/*.yaml
 into the checkout, registers the storms as performance testcases
 (etc/linux-perf-test-cases) and their primary stats, lower is better
-(etc/index-perf.yaml), links the suite where the programs look for it
+(etc/index-perf-all.yaml), links the suite where the programs look for it
 (<benchmark root>/storm, lkp's /lkp/benchmarks by default, as lkp installs
 a benchmark), and writes the checkout's hosts/<this host> (nr_node,
 nr_cpu, memory) when it has none: `lkp run` reads it. It runs nothing of
@@ -44,7 +44,8 @@ def host_file(sysfs: pathlib.Path = pathlib.Path("/sys"),
 
 
 def re_name(name: str) -> str:
-    """A stat's name as index-perf.yaml writes it, a regular expression."""
+    """A stat's name as index-perf-all.yaml writes it, a regular
+    expression."""
     return name.replace(".", "\\.")
 
 
@@ -74,15 +75,18 @@ def install(lkp_src: pathlib.Path, benchmark_root: pathlib.Path = BENCHMARK_ROOT
         shutil.copy2(job, lkp_src / "jobs" / job.name)
         done.append(f"jobs/{job.name}")
     # lkp files every result under its kind of testcase (lkp run fails on
-    # one it does not know), and its compare reads which stats are
-    # performance and which way is better from index-perf.yaml
+    # one it does not know), and its compare, stats, matrix and bisect
+    # KPIs read which stats are performance and which way is better from
+    # index-perf-all.yaml (index-perf.yaml is its shorter list, kept in
+    # step)
     storms = sorted(metrics.PRIMARY)
     if add_lines(lkp_src / "etc" / "linux-perf-test-cases", storms):
         done.append("etc/linux-perf-test-cases")
     index = [f"{re_name(name)}: -1" for storm in storms
              for name in metrics.PRIMARY[storm][:2]]
-    if add_lines(lkp_src / "etc" / "index-perf.yaml", index):
-        done.append("etc/index-perf.yaml")
+    for name in ("index-perf-all.yaml", "index-perf.yaml"):
+        if add_lines(lkp_src / "etc" / name, index):
+            done.append(f"etc/{name}")
     host = lkp_src / "hosts" / (hostname or socket.gethostname())
     if not host.exists():
         host.parent.mkdir(exist_ok=True)
