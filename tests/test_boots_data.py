@@ -25,6 +25,9 @@ SETS = {
     "noise-levers-6.1": (["short"], {"ipistorm"}, 16, 7, 1),
     "matrix-6.1-6.12": (["6.1.0-56-amd64", "6.12.117+deb12-amd64"],
                         {"ipistorm"}, 3, 5, 2),
+    "insn-aa": (["6.1.0-56-amd64.a", "6.1.0-56-amd64.b",
+                 "6.12.117+deb12-amd64.a", "6.12.117+deb12-amd64.b"],
+                {"ipistorm"}, 4, 6, 1),
     "ab-seed-000": (["6.1.192-storm-dec3602",
                      "6.1.192-storm-dec3602-seed-000-ipi-for-eve"],
                     {"ipistorm"}, 3, 5, 1),
@@ -72,5 +75,5 @@ def test_doc_compare_commands_run(args):
                           cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "3 boots x 5 runs" in proc.stdout
+    assert re.search(r"(3\+3 boots x 5|4\+4 boots x 6) runs", proc.stdout)
     assert "IPIs per call" in proc.stdout

@@ -167,8 +167,6 @@ def build_and_boot(state: BisectState, requests: list[Request]
         mine = [d for d in done if d.boot in boots]
         samples = [state.reading.samples([runs.load_run(f) for f in d.files])
                    for d in mine]
-        if state.reading.by_run:
-            samples = [[x] for s in samples for x in s]
         out.append((samples, [str(f) for d in mine for f in d.files]))
     return out
 
@@ -215,13 +213,10 @@ def step(state_file: pathlib.Path) -> int:
         return got
 
     levels = state.classify_levels()
-    # instructions: a boot gives every run as a sample, one is enough
-    first = 1 if reading.by_run else state.jobs
     try:
         verdict, _ = classify.decide(
-            boot, levels, log=reading.log_scale, first=first,
-            more=first, cap=state.max_boots * (
-                state.runs if reading.by_run else 1))
+            boot, levels, log=reading.log_scale, first=state.jobs,
+            more=state.jobs, cap=state.max_boots)
     except MeasureError as e:
         record.update(decision="skip", why=str(e))
         code = EXIT_SKIP
@@ -252,55 +247,73 @@ def step(state_file: pathlib.Path) -> int:
 
 # ---------------------------------------------------------------- driver
 
+def boots_of_files(files: list[str]) -> list[list[dict[str, Any]]]:
+    """Run files as their boots' run documents (env.boot_id), in the
+    order they came."""
+    by_boot: dict[str, list[dict[str, Any]]] = {}
+    for f in files:
+        doc = runs.load_run(pathlib.Path(f))
+        by_boot.setdefault(str(doc["env"].get("boot_id") or f), []) \
+            .append(doc)
+    return list(by_boot.values())
+
+
+def readable(files: list[str]) -> bool:
+    return bool(files) and all(f.endswith(".json")
+                               and pathlib.Path(f).is_file() for f in files)
+
+
 def measure_endpoints(state: BisectState, tree: pathlib.Path) -> bool:
     """Boot both endpoints, interleaved, until their difference is clear
-    or the cap; whether they differ at the confidence asked. The state
-    learns their levels and run files."""
+    or the cap (classify.sample_endpoints); whether they differ. The
+    state learns their levels, run files and, for instructions, the
+    ticks' slope within their boots."""
     measurer = load_measurer(state.measurer)
     reading = state.reading
     good, bad = state.good, state.bad
-    n = state.boots
-    gb: list[float] = []
-    bb: list[float] = []
+    samples: dict[str, list[list[float]]] = {"good": [], "bad": []}
     files: dict[str, list[str]] = {"good": [], "bad": []}
-    rounds = 0
-    while True:
+
+    def numbers() -> tuple[list[float], list[float]]:
+        if reading.kind == "insn" and readable(files["good"]) \
+                and readable(files["bad"]):
+            gd, bd = boots_of_files(files["good"]), \
+                boots_of_files(files["bad"])
+            both = reading.boot_numbers(gd + bd)
+            return both[:len(gd)], both[len(gd):]
+        return reading.summaries(samples["good"]), \
+            reading.summaries(samples["bad"])
+
+    def measure(n: int, round_: int) -> tuple[list[float], list[float]]:
         print(f"storm bisect: booting the endpoints {short(good)} and "
               f"{short(bad)}, {n} more each", file=sys.stderr, flush=True)
         # the endpoint launched first takes turns (guest.interleave)
-        if rounds % 2 == 0:
+        if round_ % 2 == 0:
             (g_s, g_f), (b_s, b_f) = measurer(state, [(good, n), (bad, n)])
         else:
             (b_s, b_f), (g_s, g_f) = measurer(state, [(bad, n), (good, n)])
-        rounds += 1
-        gb += reading.summaries(g_s)
-        bb += reading.summaries(b_s)
+        samples["good"] += g_s
+        samples["bad"] += b_s
         files["good"] += g_f
         files["bad"] += b_f
+        gb, bb = numbers()
         print(f"storm bisect: good {short(good)}: {reading.describe(gb)}; "
               f"bad {short(bad)}: {reading.describe(bb)}",
               file=sys.stderr, flush=True)
-        if classify.endpoints_clear(gb, bb, log=reading.log_scale) or \
-                len(gb) >= state.endpoint_max_boots:
-            break
-        n = 1
-    if reading.by_run:
-        reading.fit_ticks([files["good"], files["bad"]])
-        if reading.tick_slope is not None:
-            gb = reading.samples([runs.load_run(pathlib.Path(f))
-                                  for f in files["good"]])
-            bb = reading.samples([runs.load_run(pathlib.Path(f))
-                                  for f in files["bad"]])
-    differ, p = classify.endpoints_differ(gb, bb, log=reading.log_scale,
-                                          confidence=state.confidence)
-    state.levels = {"good": [gb], "bad": [bb]}
+        return gb, bb
+
+    found = classify.sample_endpoints(
+        measure, log=reading.log_scale, first=state.boots,
+        cap=state.endpoint_max_boots, confidence=state.confidence)
+    state.levels = {"good": [found.good], "bad": [found.bad]}
     state.good_files, state.bad_files = files["good"], files["bad"]
-    state.endpoints_p = p
-    for which, sha, b in (("good", good, gb), ("bad", bad, bb)):
+    state.endpoints_p = found.p
+    for which, sha, b in (("good", good, found.good),
+                          ("bad", bad, found.bad)):
         state.log_step({"commit": sha, "subject": subject(tree, sha),
                         "endpoint": which, "boot_summaries": b,
                         "files": files[which]})
-    return differ
+    return found.differ
 
 
 def verdict_line(base: list[float], new: list[float],
@@ -308,8 +321,7 @@ def verdict_line(base: list[float], new: list[float],
     est = stats.boot_change(base, new, log=state.reading.log_scale,
                             confidence=state.confidence)
     if est.testable:
-        size = (f"{est.n_base}+{est.n_new} runs" if state.reading.by_run
-                else f"{est.n_base}+{est.n_new} boots x {state.runs} runs")
+        size = f"{est.n_base}+{est.n_new} boots x {state.runs} runs"
         change = (f"{est.pct:+.1f}% [{est.lo:+.1f}%, {est.hi:+.1f}%] "
                   f"(p={est.p:.3g}, {size})")
     else:

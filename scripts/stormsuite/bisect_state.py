@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import classify, compare, metrics, runs, stats, verdict
+from . import bootmodel, classify, compare, metrics, runs, stats, verdict
 
 
 def resolve_metric(name: str, storm: str, available: list[str]) -> str:
@@ -54,7 +54,7 @@ class Reading:
     """How a commit's run files become samples: the metric asked for,
     and, once run files have named it, its full name, its kind and how a
     boot's runs are summarized; for instructions, the slope on ticks the
-    endpoints gave (fit_ticks) and the ticks every run is corrected to."""
+    endpoints gave (fit_boots) and the ticks every run is corrected to."""
     storm: str = ""
     asked: str = "auto"
     name: str = ""
@@ -79,43 +79,71 @@ class Reading:
                       for y, x in zip(values, ticks[1])]
         return values
 
-    def fit_ticks(self, files: list[list[str]]) -> None:
-        """The slope of instructions on ticks, fitted within each
-        endpoint's runs (one list of run files each), and the ticks every
-        run is corrected to (their mean)."""
-        xs, ys = [], []
-        for group in files:
-            docs = [runs.load_run(pathlib.Path(f)) for f in group
-                    if f.endswith(".json") and pathlib.Path(f).is_file()]
-            if not docs:
-                return
+    def fit_boots(self, boots: list[list[dict[str, Any]]]) -> None:
+        """The slope of instructions on ticks within every boot (each its
+        run documents), and the ticks every run is corrected to."""
+        values, ticks = [], []
+        for docs in boots:
             by_name = {m.name: v for m, v in metrics.of_runs(docs).items()}
             if self.name not in by_name or \
                     metrics.TICKS_OF(self.name) not in by_name:
                 return
-            ys.append(by_name[self.name])
-            xs.append(by_name[metrics.TICKS_OF(self.name)])
-        slope = stats.common_slope(xs, ys)
+            values.append(by_name[self.name])
+            ticks.append(by_name[metrics.TICKS_OF(self.name)])
+        self.fit(values, ticks)
+
+    def fit(self, values: list[list[float]], ticks: list[list[float]]
+            ) -> None:
+        """The slope of values on ticks within the boots (bootmodel's),
+        and the ticks every run is corrected to (their mean)."""
+        slope = bootmodel.within_slope([np.asarray(t, dtype=float)
+                                        for t in ticks],
+                                       [np.asarray(v, dtype=float)
+                                        for v in values])
         if slope is not None:
             self.tick_slope = slope
-            self.tick_ref = float(np.mean([x for g in xs for x in g]))
+            self.tick_ref = float(np.mean([x for g in ticks for x in g]))
 
-    @property
-    def by_run(self) -> bool:
-        """Instructions: every run is a sample (one boot a step), as the
-        verdict takes them with one boot a side."""
-        return self.kind == "insn"
+    def numbers_of(self, values: list[list[float]],
+                   ticks: list[list[float]]) -> list[float]:
+        """One number per boot of raw values and their ticks, the slope
+        fitted within these boots first (what boot_numbers does with run
+        documents)."""
+        self.fit(values, ticks)
+        if self.tick_slope is None or self.tick_ref is None:
+            return self.summaries(values)
+        return self.summaries(
+            [[y - self.tick_slope * (x - self.tick_ref)
+              for y, x in zip(v, t)] for v, t in zip(values, ticks)])
+
+    def boot_numbers(self, boots: list[list[dict[str, Any]]]
+                     ) -> list[float]:
+        """One number per boot (each its run documents): for
+        instructions the slope is fitted within these boots first."""
+        if boots:
+            self.samples(boots[0])          # names the metric and kind
+        if self.kind == "insn":
+            self.fit_boots(boots)
+        return self.summaries([self.samples(b) for b in boots])
 
     @property
     def unit(self) -> str:
-        """What one sample of a commit is: a boot, or a run."""
-        return "runs" if self.by_run else "boots"
+        """What one sample of a commit is: a boot (runs in one boot share
+        its level: bootmodel.py)."""
+        return "boots"
 
     @property
     def log_scale(self) -> bool:
         """Times are compared as ratios; counts (which may be 0) as they
         are. Time until run files say otherwise."""
-        return (self.kind or "time") == "time"
+        return (self.kind or "time") in ("time", "insn")
+
+    @property
+    def min_spread(self) -> float:
+        """classify's floor of the spread between boots: times
+        (classify.MIN_SPREAD); instructions none, their boots' own
+        spread is pooled over every commit measured."""
+        return 0.0 if self.kind == "insn" else classify.MIN_SPREAD
 
     @property
     def shown(self) -> str:
@@ -125,7 +153,11 @@ class Reading:
         return "time" if name == "auto" else name
 
     def summaries(self, boots: list[list[float]]) -> list[float]:
-        """One number per boot (stats.boot_summary, as the metric asks)."""
+        """One number per boot: for instructions bootmodel's (the mean
+        of its runs after the ticks, runs far above left out), else
+        stats.boot_summary as the metric asks."""
+        if self.kind == "insn":
+            return [bootmodel.boot_of(np.asarray(b)).number for b in boots]
         return [stats.boot_summary(b, self.summary) for b in boots]
 
     def describe(self, xs: list[float]) -> str:
@@ -218,4 +250,5 @@ class BisectState:
         log = self.reading.log_scale
         return classify.Levels(
             [classify.to_scale(g, log) for g in self.levels["good"]],
-            [classify.to_scale(g, log) for g in self.levels["bad"]])
+            [classify.to_scale(g, log) for g in self.levels["bad"]],
+            min_spread=self.reading.min_spread)

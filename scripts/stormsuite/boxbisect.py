@@ -62,14 +62,19 @@ def decide(boot: list[dict[str, Any]], good: list[list[dict[str, Any]]],
     bisect asks it): a classify.Verdict, and the metric's name."""
     reading = Reading(storm=storm, asked=metric)
     samples = reading.samples(boot)
+    if reading.kind == "insn":
+        # the ticks' slope, fitted within the endpoints' boots
+        reading.fit_boots(good + bad)
+        samples = reading.samples(boot)
     log = reading.log_scale
 
     def level(boots: list[list[dict[str, Any]]]):
         return classify.to_scale(reading.summaries(
             [reading.samples(b) for b in boots]), log)
-    levels = classify.Levels([level(good)], [level(bad)])
-    # instructions: every run is a sample; else the boot is one
-    mine = samples if reading.by_run else reading.summaries([samples])
+    levels = classify.Levels([level(good)], [level(bad)],
+                             min_spread=reading.min_spread)
+    # the boot is the sample (bootmodel.py)
+    mine = reading.summaries([samples])
     return classify.classify(classify.to_scale(mine, log), levels), \
         reading.name
 
@@ -80,8 +85,8 @@ def endpoints_differ(good: list[list[dict[str, Any]]],
     """Whether the endpoints' boots differ on the metric (classify's
     test, as storm bisect asks it before it bisects), and what they are."""
     reading = Reading(storm=storm, asked=metric)
-    gb = reading.summaries([reading.samples(b) for b in good])
-    bb = reading.summaries([reading.samples(b) for b in bad])
+    numbers = reading.boot_numbers(good + bad)
+    gb, bb = numbers[:len(good)], numbers[len(good):]
     differ, p = classify.endpoints_differ(gb, bb, log=reading.log_scale)
     return differ, (f"{reading.name}: good {reading.describe(gb)}, bad "
                     f"{reading.describe(bb)} (p={p:.3g})")

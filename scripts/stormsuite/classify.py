@@ -41,7 +41,8 @@ import numpy as np
 
 GOOD, BAD, AMBIGUOUS = "good", "bad", "ambiguous"
 ODDS = 99.0             # per-step evidence needed to call a commit
-MIN_SPREAD = 0.005      # log scale: no boot-to-boot spread is below 0.5%
+MIN_SPREAD = 0.005      # times, log scale: no boot-to-boot spread is
+                        # below 0.5% (instructions: Reading.min_spread)
 
 
 def to_scale(boots: Sequence[float], log: bool) -> np.ndarray:
@@ -59,6 +60,7 @@ class Levels:
     summaries (each group one commit), on the test's scale."""
     good: list[np.ndarray]
     bad: list[np.ndarray]
+    min_spread: float = MIN_SPREAD  # floor of the spread (log scale)
 
     def pooled(self, extra: Sequence[np.ndarray] = ()) -> tuple[float, int]:
         """Pooled within-commit spread of boot summaries, and its degrees
@@ -68,7 +70,7 @@ class Levels:
         if dof == 0:
             return math.nan, 0
         ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups)
-        return max(math.sqrt(ss / dof), MIN_SPREAD), dof
+        return max(math.sqrt(ss / dof), self.min_spread), dof
 
     @staticmethod
     def _mean(groups: list[np.ndarray]) -> tuple[float, int]:
@@ -167,6 +169,48 @@ def endpoints_clear(good: Sequence[float], bad: Sequence[float], *,
     commit's verdict can be no surer than the two levels it is held
     against."""
     return endpoints_differ(good, bad, log=log, confidence=1 - CLEAR_P)[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoints:
+    """What booting the endpoints found: each one's boot numbers, whether
+    they differ, the p-value and the level it was tested at."""
+    good: list[float]
+    bad: list[float]
+    differ: bool
+    p: float
+    alpha: float
+    rounds: int
+
+
+def sample_endpoints(measure: Callable[[int, int], tuple[list[float],
+                                                         list[float]]],
+                     *, log: bool, first: int, cap: int,
+                     confidence: float = 0.95) -> Endpoints:
+    """Boot the endpoints until their difference is clear or each has
+    `cap` boots: measure(n, round) boots each n more times and returns
+    every boot number so far (first `first`, then one more each). Each
+    round looks at the data once, at CLEAR_P (or less, so that all the
+    looks a cap allows spend at most half of 1 - confidence), and the
+    last test is at 1 - confidence less what the looks spent
+    (Bonferroni): the chance of bisecting between endpoints that do not
+    differ stays at most 1 - confidence."""
+    alpha = 1 - confidence
+    look_p = min(CLEAR_P, alpha / 2 / max(cap - first + 1, 1))
+    rounds, n = 0, first
+    while True:
+        good, bad = measure(n, rounds)
+        rounds += 1
+        clear, p = endpoints_differ(good, bad, log=log,
+                                    confidence=1 - look_p)
+        if clear:
+            return Endpoints(good, bad, True, p, look_p, rounds)
+        if len(good) >= cap or len(bad) >= cap:
+            break
+        n = 1
+    final = alpha - look_p * rounds
+    differ, p = endpoints_differ(good, bad, log=log, confidence=1 - final)
+    return Endpoints(good, bad, differ, p, final, rounds)
 
 
 def learn(levels: Levels, verdict: Verdict, boots: np.ndarray) -> None:

@@ -114,6 +114,9 @@ def verdict_lines(cmp: verdict.Comparison) -> list[str]:
             # the corrected p is shown already
             why = "" if c.significant or c.why_not.endswith(" corrected") \
                 else f"; {c.why_not}"
+            # a one-boot side's calibration: what the verdict rests on
+            if est.basis and est.basis != c.why_not:
+                why += f"; {est.basis}"
             out.append(
                 f"{title:<{width}} {fmt_primary_value(base.mean, r.metric)} "
                 f"± {_spread(base)}  ->  "
@@ -203,24 +206,28 @@ def render(cmp: verdict.Comparison, show_all: bool = False) -> str:
             "*: a change (secondary rows: tested only behind a primary "
             "change); ~: not a change by rule (below "
             f"{cmp.floor:g} counts, integer counts 1 apart, below "
-            f"{cmp.min_effect:g}%); (der): restates another row, not "
+            f"{_time_floor(cmp):g}%); (der): restates another row, not "
             "tested."]
     insn = [r for r in cmp.rows if r.metric.kind == "insn"]
     if insn:
-        unit = ("runs of the one boot a side, in an analysis of covariance "
-                "on the ticks that adds a boot's own spread"
-                if any(r.unit == "run" for r in insn) else
-                "boots, each the median of its runs after the ticks")
+        floor = verdict.effect_floor(insn[0].metric, cmp.min_effect)
         out.append("insn rows: instructions per operation on the CPUs named "
                    "(docs/insn.md), held against the ticks in each window; "
-                   f"tested on {unit}; a change under "
-                   f"{verdict.INSN_MIN_EFFECT:g}% is never one.")
+                   "boots the unit, each the mean of its runs after the "
+                   "ticks; a side of one boot is tested with the "
+                   "calibrated spread of a boot on its kernel, and sets in "
+                   "one boot on that boot's runs; a change under "
+                   f"{floor:g}% is never one.")
     if hidden:
         out.append(f"{hidden} interrupt rows with every mean below "
                    f"{cmp.floor:g} not shown (--all shows them).")
     for w in cmp.warnings:
         out.append(f"warning: {w}")
     return "\n".join(out) + "\n"
+
+
+def _time_floor(cmp: verdict.Comparison) -> float:
+    return verdict.MIN_EFFECT if cmp.min_effect is None else cmp.min_effect
 
 
 # ---------------------------------------------------------------------
@@ -251,7 +258,9 @@ def to_json(cmp: verdict.Comparison) -> dict[str, Any]:
                       "every tested row of every candidate",
         "confidence": cmp.confidence,
         "floor": cmp.floor,
-        "min_effect_pct": cmp.min_effect,
+        "min_effect_pct": _time_floor(cmp),
+        "insn_min_effect_pct": verdict.effect_floor(
+            metrics.Metric("insn", "insn", ""), cmp.min_effect),
         "sets": [{
             "label": s.label,
             "dir": str(s.dir),
@@ -294,7 +303,7 @@ def to_json(cmp: verdict.Comparison) -> dict[str, Any]:
                     "ci_high": _num(e.hi), "p": _num(e.p),
                     "p_adjusted": _num(c.p_adjusted),
                     "significant": c.significant, "reported": c.reported,
-                    "why_not": c.why_not}
+                    "why_not": c.why_not, "basis": c.estimate.basis}
             doc["stats"][label][m.name] = _num(s.mean)
             doc["matrix"][label][m.name] = [_num(x) for x in v]
         doc["metrics"][m.name] = entry
@@ -368,7 +377,7 @@ class Settings:
     command line with of(), or as a caller without one sets it."""
     confidence: float = 0.95
     floor: float = verdict.FLOOR
-    min_effect: float = verdict.MIN_EFFECT
+    min_effect: float | None = None     # None: each kind's default
     force: bool = False
     show_all: bool = False              # --all: every row in the table
     vary: tuple[str, ...] = ()          # parameters the sets differ in
@@ -434,10 +443,12 @@ def add_stat_options(p: argparse.ArgumentParser, writes: bool = True
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of the intervals, and 1 - the "
                    "family-wise error rate of the markers (default 0.95)")
-    p.add_argument("--min-effect", type=float, default=verdict.MIN_EFFECT,
+    p.add_argument("--min-effect", type=float, default=None,
                    metavar="PCT",
-                   help="changes smaller than this are never a change "
-                   f"(default {verdict.MIN_EFFECT:g}%%)")
+                   help="changes smaller than this are never a change, on "
+                   f"every row (default {verdict.MIN_EFFECT:g}%%; "
+                   f"instructions {verdict.INSN_MIN_EFFECT:g}%%, which "
+                   "--min-effect can raise, not lower)")
     p.add_argument("--floor", type=float, default=verdict.FLOOR,
                    help="interrupt counts whose means are all below this "
                    f"are not changes (default {verdict.FLOOR:g})")
@@ -460,7 +471,7 @@ def check_stat_options(p: argparse.ArgumentParser,
                        args: argparse.Namespace) -> None:
     if not 0 < args.confidence < 1:
         p.error("--confidence must be between 0 and 1")
-    if args.min_effect < 0:
+    if args.min_effect is not None and args.min_effect < 0:
         p.error("--min-effect must not be negative")
 
 

@@ -177,6 +177,9 @@ class Estimate:
     p: float                # two-sided p-value (nan: untestable)
     n_base: int             # boots per side behind it
     n_new: int
+    basis: str = ""         # where the spread came from when not the
+                            # boots' own (bootmodel.change), or why
+                            # there is no test
 
     @property
     def testable(self) -> bool:
@@ -267,126 +270,12 @@ def boot_change(base: Sequence[float], new: Sequence[float], *,
     return boot_changes([(base, new)], [log], confidence)[0]
 
 
-def common_slope(xs: Sequence[Sequence[float]],
-                 ys: Sequence[Sequence[float]]) -> float | None:
-    """The least-squares slope of y on x shared by several groups, each
-    with its own mean (the within-group slope of an analysis of
-    covariance); None when x does not vary within any group."""
-    sxy = sxx = 0.0
-    for x, y in zip(xs, ys):
-        if len(x) < 2:
-            continue
-        xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-        dx = xa - xa.mean()
-        sxy += float((dx * (ya - ya.mean())).sum())
-        sxx += float((dx * dx).sum())
-    return sxy / sxx if sxx > 0 else None
-
-
-def floored_change(base: Sequence[float], new: Sequence[float], *,
-                   cv: float, confidence: float = 0.95) -> Estimate:
-    """Welch's test of new against base, one number a boot, where each
-    side's variance is at least that of a known coefficient of variation
-    cv (percent): with two or three boots a side the sample variance is
-    often far below the true one. Fewer than two boots a side: the point
-    estimate only."""
-    from scipy import stats as sst
-    x = np.asarray(base, dtype=float)
-    y = np.asarray(new, dtype=float)
-    nb, nn = len(x), len(y)
-    nan = math.nan
-    if nb == 0 or nn == 0 or not x.mean():
-        return Estimate(nan, nan, nan, nan, nb, nn)
-    ref = float(x.mean())
-    d = float(y.mean() - x.mean())
-    if nb < 2 or nn < 2:
-        return Estimate(100 * d / ref, nan, nan, nan, nb, nn)
-    vx = max(float(x.var(ddof=1)), (cv / 100 * x.mean()) ** 2) / nb
-    vy = max(float(y.var(ddof=1)), (cv / 100 * y.mean()) ** 2) / nn
-    se = math.sqrt(vx + vy)
-    dof = (vx + vy) ** 2 / (vx ** 2 / (nb - 1) + vy ** 2 / (nn - 1))
-    tq = float(sst.t.ppf(0.5 + confidence / 2, dof))
-    p = float(2 * sst.t.sf(abs(d / se), dof))
-    return Estimate(100 * d / ref, 100 * (d - tq * se) / ref,
-                    100 * (d + tq * se) / ref, p, nb, nn)
-
-
 # A run this many robust standard deviations (1.4826 x MAD) above its
-# side's median, after the covariate, had something else run in its
-# window: an instruction count only ever gains from that (docs/insn.md).
-# Measured: a 6.12 target run 13.9 above, the rest of its boot within
-# 2.5. At 3.5 the one-boot A/A false alarms in simulation rose from 6.5%
-# to 9%; at 6 they do not move.
+# boot's median, after the ticks, had something else run in its window:
+# an instruction count only ever gains from that (docs/insn.md;
+# bootmodel.boot_of leaves it out). Measured: a 6.12 target run 13.9
+# above, the rest of its boot within 2.5.
 HIGH_OUTLIER = 6.0
-
-
-def drop_high(y: np.ndarray, x: np.ndarray, side: np.ndarray
-              ) -> np.ndarray:
-    """Which runs to keep: on each side, those not more than HIGH_OUTLIER
-    robust standard deviations above the side's median of y adjusted to
-    the covariate x. The slope is Theil-Sen's within the sides (each
-    side centred on its medians): a least-squares slope would take an
-    outlier with more ticks for the ticks' cost."""
-    from scipy import stats as sst
-    keep = np.ones(len(y), dtype=bool)
-    xc, yc = x.astype(float).copy(), y.astype(float).copy()
-    for s in (0, 1):
-        xc[side == s] -= np.median(x[side == s])
-        yc[side == s] -= np.median(y[side == s])
-    slope = float(sst.theilslopes(yc, xc)[0]) if np.ptp(xc) > 0 else 0.0
-    for s in (0, 1):
-        adj = y[side == s] - slope * x[side == s]
-        med = float(np.median(adj))
-        mad = 1.4826 * float(np.median(np.abs(adj - med)))
-        if mad > 0:
-            keep[side == s] = adj - med <= HIGH_OUTLIER * mad
-    return keep
-
-
-def covariate_change(base: Sequence[float], base_x: Sequence[float],
-                     new: Sequence[float], new_x: Sequence[float], *,
-                     confidence: float = 0.95,
-                     boot_cv: float = 0.0) -> Estimate:
-    """The change from base to new, runs of one boot a side as the unit,
-    adjusted for a covariate x that adds to every value (analysis of
-    covariance: y = a + change * [new] + slope * x, one slope for both
-    sides). The interval and the p-value carry the slope's own
-    uncertainty, and boot_cv (percent): the spread of a boot's mean that
-    its runs cannot show, known from boots measured before. With five
-    runs a side or more, runs far above their side (drop_high) are left
-    out first. Without variation of x within the sides, Welch on y."""
-    from scipy import stats as sst
-    y = np.asarray(list(base) + list(new), dtype=float)
-    x = np.asarray(list(base_x) + list(new_x), dtype=float)
-    side = np.r_[np.zeros(len(base)), np.ones(len(new))]
-    if min(len(base), len(new)) >= 5:
-        keep = drop_high(y, x, side)
-        y, x, side = y[keep], x[keep], side[keep]
-        base, new = list(y[side == 0]), list(y[side == 1])
-    nb, nn = int((side == 0).sum()), int((side == 1).sum())
-    nan = math.nan
-    ref = float(np.mean(base)) if nb else nan
-    within_x = [x[side == s] for s in (0, 1)]
-    if nb < 2 or nn < 2 or not ref or \
-            sum(float(((g - g.mean()) ** 2).sum()) for g in within_x) == 0:
-        return boot_change(base, new, log=True, confidence=confidence)
-    design = np.column_stack([np.ones_like(y), side, x])
-    coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
-    dof = len(y) - 3
-    if rank < 3 or dof < 1:
-        return boot_change(base, new, log=True, confidence=confidence)
-    resid = y - design @ coef
-    s2 = float(resid @ resid) / dof
-    se = math.sqrt(s2 * float(np.linalg.inv(design.T @ design)[1, 1])
-                   + 2 * (boot_cv / 100 * ref) ** 2)
-    d = float(coef[1])
-    if se == 0:
-        return Estimate(100 * d / ref, 100 * d / ref, 100 * d / ref,
-                        1.0 if d == 0 else 0.0, nb, nn)
-    tq = float(sst.t.ppf(0.5 + confidence / 2, dof))
-    p = float(2 * sst.t.sf(abs(d / se), dof))
-    return Estimate(100 * d / ref, 100 * (d - tq * se) / ref,
-                    100 * (d + tq * se) / ref, p, nb, nn)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from . import boxenv, metrics, runs, stats
+from . import bootmodel, boxenv, metrics, runs, stats
 
 FLOOR = 10.0                 # counts: means below this are not changes
 MIN_EFFECT = 1.0             # percent: smaller changes are never marked
@@ -53,21 +53,19 @@ TIME_SHARE = 0.8             # of alpha, for the primary times (counts and
 PASS_ON = 0.5                # share a rejected primary row passes to its
                              # candidate's secondary rows (the rest goes to
                              # the other primary rows)
-# Instructions per operation vary by 0.15-0.3% from run to run once the
-# window's ticks are accounted for, and a boot's mean by about 0.1-0.15%
-# more (spin-waits run for as long as the other vCPU takes, which follows
-# the host; docs/insn.md). With two boots a side or more boots are the
-# unit; with one boot on a side the runs are, and the test adds the
-# boot-to-boot spread its runs cannot show (INSN_BOOT_CV).
-# Sets measured in one and the same boot (one --vary boot, or series
-# interleaved in one guest) share that boot's level, so their difference
-# carries none of the boot-to-boot spread, and INSN_BOOT_CV is not added.
+# Instructions per operation: the model of boots and runs is
+# bootmodel.py's (boots the unit; one boot a side needs a calibration of
+# the storm on that kernel; sets in one boot share its level). A change
+# under INSN_MIN_EFFECT is never one; --min-effect raises it.
 INSN_MIN_EFFECT = 0.1
-INSN_BOOT_CV = 0.15
 # What moves the numbers: sets that differ here are not compared unless
 # forced. Emulation mode (TCG threading) moves CAL by a third and times by
 # more; the vCPU count changes every broadcast.
-ENV_MUST_MATCH = ("virtualization", "accel", "cpu_count")
+# Where the instructions come from (the plugin, the PMU, neither) and the
+# boot arguments that change what a window counts (nohz=off: every CPU
+# takes every tick) decide which rows are primary and what they hold.
+ENV_MUST_MATCH = ("virtualization", "accel", "cpu_count", "insn_source")
+COUNTING_ARGS = ("nohz",)
 ENV_SHOULD_MATCH = ("cpu_model", "qemu_version")
 
 
@@ -84,11 +82,12 @@ TIME_PER_OP = {t for t, _, _ in metrics.PRIMARY.values()} \
 def summary_of(m: metrics.Metric) -> str:
     """How a boot's runs make its number on this row (stats.boot_summary):
     the fastest run for a time per operation (noise only ever slows a run
-    down), the median run for other times and rates, and for instructions
-    (after the ticks, _insn_row), the mean for counts."""
+    down), the median run for other times and rates, the mean for counts
+    and for instructions (after the ticks, runs far above left out:
+    bootmodel.boot_of)."""
     if m.kind == "time" and (m.primary or m.name in TIME_PER_OP):
         return "min"
-    if m.kind in ("time", "rate", "insn"):
+    if m.kind in ("time", "rate"):
         return "median"
     return "mean"
 
@@ -125,9 +124,9 @@ class Row:
     derived: bool = False               # restates another row: not tested
     run_groups: list[list[list[float]]] = dataclasses.field(
         default_factory=list)           # per set, per boot, per run
-    ticks: list[list[float]] | None = None  # per set, per run: the ticks
-                                        # an insn row is tested against
-    unit: str = "boot"                  # what the test counts: boot, run
+    model: list[list[bootmodel.Boot]] | None = None  # insn rows: per
+                                        # set, its boots (bootmodel.py)
+    calibrations: list[bootmodel.Calibration | None] | None = None
 
 
 @dataclasses.dataclass
@@ -136,7 +135,8 @@ class Comparison:
     rows: list[Row]
     confidence: float
     floor: float
-    min_effect: float
+    min_effect: float | None            # --min-effect; None: each kind's
+                                        # default (effect_floor)
     warnings: list[str]
 
     @property
@@ -217,14 +217,30 @@ def env_mismatches(sets: list[runs.Series]) -> list[str]:
             if len(vals) > 1:
                 out.append(f"{name}: {s.label}'s runs differ: "
                            f"{', '.join(sorted(vals))}")
+    for s in sets[1:]:
+        a, b = counting_args(base), counting_args(s)
+        if a != b:
+            out.append(f"counting boot arguments: {base.label} has "
+                       f"{' '.join(sorted(a)) or 'none'}, {s.label} has "
+                       f"{' '.join(sorted(b)) or 'none'}")
     # the box's settings: governor, turbo, SMT, C-states, ...
     return out + boxenv.mismatches(sets)
 
 
+def counting_args(s: runs.Series) -> set[str]:
+    """The boot arguments of s's runs that change what an instruction
+    window counts (COUNTING_ARGS: nohz=off, which counting guests boot
+    with)."""
+    return {a for r in s.runs
+            for a in str(r["env"].get("cmdline")
+                         or r["env"].get("boot_args") or "").split()
+            if a.partition("=")[0] in COUNTING_ARGS}
+
+
 def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = (),
-                 runs_tested: bool = False) -> list[str]:
-    """What the reader must know about the sets. runs_tested: some rows
-    (instructions, one boot a side) are tested with runs as the unit."""
+                 insn_rows: bool = False) -> list[str]:
+    """What the reader must know about the sets. insn_rows: there are
+    instruction rows, which one boot a side can test (bootmodel.py)."""
     out = []
     for s in sets:
         for name in ("kernel_release", "boot_args"):
@@ -237,9 +253,10 @@ def env_warnings(sets: list[runs.Series], vary: tuple[str, ...] = (),
                        f"of {s.dir}; {len(s.left_out)} older series left "
                        "out (LABEL@ID picks one, --pool takes all)")
         if len(s.boots) < 2:
-            what = "only the instruction rows are tested, runs as " \
-                "the unit; for the rest" if runs_tested else \
-                "no test is possible"
+            what = "only the instruction rows are tested, against a " \
+                "calibration of the boot-to-boot spread (or the other " \
+                "sets' runs in the same boot); for the rest" \
+                if insn_rows else "no test is possible"
             out.append(f"{s.label}: one boot: {what} (boots, "
                        "not runs, are the unit of replication): storm "
                        "matrix and ab take --boots 3 or more; on a test "
@@ -313,7 +330,7 @@ def _one_apart(a: list[float], b: list[float]) -> bool:
 def _not_a_change(m: metrics.Metric, est: stats.Estimate,
                   means: tuple[float, float], values: tuple[list[float],
                                                             list[float]],
-                  floor: float, min_effect: float) -> str:
+                  floor: float, min_effect: float | None) -> str:
     """Why a change is not one by rule, or ''."""
     if m.kind == "count":
         if not m.primary and max(abs(means[0]), abs(means[1])) < floor:
@@ -324,11 +341,19 @@ def _not_a_change(m: metrics.Metric, est: stats.Estimate,
             return "1 apart"
     if math.isnan(est.pct):
         return "no baseline"
-    if m.kind == "insn":
-        min_effect = min(min_effect, INSN_MIN_EFFECT)
+    min_effect = effect_floor(m, min_effect)
     if abs(est.pct) < min_effect:
         return f"below {min_effect:g}%"
     return ""
+
+
+def effect_floor(m: metrics.Metric, min_effect: float | None) -> float:
+    """The smallest change called on m: --min-effect when given (never
+    below INSN_MIN_EFFECT for instructions), else MIN_EFFECT, and
+    INSN_MIN_EFFECT for instructions."""
+    if m.kind == "insn":
+        return max(INSN_MIN_EFFECT, min_effect or 0.0)
+    return MIN_EFFECT if min_effect is None else min_effect
 
 
 def check_run_counts(sets: list[runs.Series], rows: list[Row]) -> str:
@@ -362,10 +387,14 @@ def of_runs(docs: list[dict[str, Any]]) -> dict[metrics.Metric, list[float]]:
 
 
 def build(sets: list[runs.Series], *, confidence: float = 0.95,
-          floor: float = FLOOR, min_effect: float = MIN_EFFECT,
-          force: bool = False, vary: tuple[str, ...] = ()) -> Comparison:
+          floor: float = FLOOR, min_effect: float | None = None,
+          force: bool = False, vary: tuple[str, ...] = (),
+          calibrations: list[bootmodel.Calibration] | None = None
+          ) -> Comparison:
     """Compare sets[1:] with sets[0] (the module docstring). vary: module
-    parameters the sets differ in by design (storm matrix --vary)."""
+    parameters the sets differ in by design (storm matrix --vary).
+    calibrations: the boot spreads a side of one boot is tested with
+    (default: bootmodel.CALIBRATIONS)."""
     check_same(sets, vary)
     mismatch = env_mismatches(sets)
     if mismatch and not force:
@@ -387,7 +416,7 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
     rows = []
     for m in names + list(twins):
         if m.kind == "insn":
-            rows.append(_insn_row(m, names, per_boot, floor))
+            rows.append(_insn_row(m, names, per_boot, sets, calibrations))
             continue
         how = summary_of(m)
         values, boots, noise, groups = [], [], [], []
@@ -418,8 +447,8 @@ def build(sets: list[runs.Series], *, confidence: float = 0.95,
     decide(rows, len(sets), alpha, confidence, floor, min_effect,
            same_boot=shared)
     rows.sort(key=lambda r: _order(r.metric))
-    warnings = env_warnings(sets, vary,
-                            runs_tested=any(r.unit == "run" for r in rows))
+    warnings = env_warnings(sets, vary, insn_rows=any(
+        r.model is not None for r in rows))
     if vary:
         warnings.insert(0, "the sets differ in " + ", ".join(
             f"{k} ({', '.join(str(s.params.get(k, '-')) for s in sets)})"
@@ -446,17 +475,22 @@ def same_boot(base: runs.Series, s: runs.Series) -> bool:
     return len(ids[0]) == 1 and ids[0] == ids[1] and "" not in ids[0]
 
 
+def release_of(s: runs.Series) -> str:
+    """The kernel release every run of s ran on; '' when they differ."""
+    rel = env_values(s, "kernel_release")
+    return rel.pop() if len(rel) == 1 else ""
+
+
 def _insn_row(m: metrics.Metric, names: list[metrics.Metric],
               per_boot: list[list[dict[metrics.Metric, list[float]]]],
-              floor: float) -> Row:
-    """An instructions-per-operation row. Each tick runs thousands of
-    instructions, and the ticks in a window follow its wall time (the
-    noise of emulation), so the row is held against the ticks per
-    operation on its CPUs (metrics.TICKS_OF). With two boots a side or
-    more: every run adjusted to the mean ticks with one slope fitted
-    within the boots, then one median per boot, boots the unit. With one
-    boot on a side: the runs are the unit, in an analysis of covariance
-    that carries the slope's uncertainty (stats.covariate_change)."""
+              sets: list[runs.Series],
+              table: list[bootmodel.Calibration] | None = None) -> Row:
+    """An instructions-per-operation row, read through bootmodel.py: the
+    runs held against the ticks per operation on its CPUs
+    (metrics.TICKS_OF: each tick runs thousands of instructions, and the
+    ticks in a window follow its wall time) with one slope fitted within
+    the boots, one number a boot; and the calibration of the storm on
+    each set's kernel, for a side of one boot."""
     t = next((n for n in names if n.name == metrics.TICKS_OF(m.name)
               and n is not m), None)
     groups = [[b[m] for b in bm if b.get(m)] for bm in per_boot]
@@ -468,31 +502,19 @@ def _insn_row(m: metrics.Metric, names: list[metrics.Metric],
                 [[len(y) for y in g] for g in groups]:
             tgroups = None
     values = [[y for b in g for y in b] for g in groups]
-    one_boot = any(len(g) < 2 for g in groups)
-    adjusted = groups
-    if tgroups is not None and not one_boot:
-        slope = stats.common_slope([x for tg in tgroups for x in tg],
-                                   [y for g in groups for y in g])
-        if slope is not None:
-            centre = float(np.mean([x for tg in tgroups for b in tg
-                                    for x in b]))
-            adjusted = [[[y - slope * (x - centre) for y, x in zip(b, xb)]
-                         for b, xb in zip(g, tg)]
-                        for g, tg in zip(groups, tgroups)]
-    if one_boot:
-        boots = values
-        noise = [stats.noise([]) for _ in groups]
-    else:
-        # the median: what else runs on a CPU only ever adds instructions
-        boots = [[float(np.median(b)) for b in g] for g in adjusted]
-        noise = [stats.noise(g) for g in adjusted]
-    ticks = None
-    if one_boot and tgroups is not None:
-        ticks = [[x for b in tg for x in b] for tg in tgroups]
+    model = bootmodel.boots_of(groups, tgroups)
+    boots = [[b.number for b in g] for g in model]
+    adjusted = [[list(b.values) for b in g] for g in model]
+    noise = [stats.noise(g) if len(g) > 1 else stats.noise([])
+             for g in adjusted]
+    if table is None:
+        table = bootmodel.load()
+    cals = [bootmodel.find(s.storm, release_of(s), m.name, s.params, table)
+            for s in sets]
     return Row(m, values, boots, [stats.summarize(v) for v in values],
                [stats.summarize(b) for b in boots], noise,
-               [None] * len(groups), True, derived=m.derived, ticks=ticks,
-               unit="run" if one_boot else "boot")
+               [None] * len(groups), True, derived=m.derived, model=model,
+               calibrations=cals)
 
 
 def _mark_duplicate_cpu_rows(rows: list[Row]) -> None:
@@ -510,7 +532,7 @@ def _mark_duplicate_cpu_rows(rows: list[Row]) -> None:
 
 
 def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
-           floor: float, min_effect: float,
+           floor: float, min_effect: float | None,
            same_boot: list[bool] | None = None) -> None:
     """Every candidate against the baseline on every row: the estimates,
     then one graphical multiple test over every tested row of every
@@ -524,20 +546,14 @@ def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
                                   [r.metric.kind in ("time", "insn")
                                    for r in rows], confidence)
         for k, (r, est) in enumerate(zip(rows, ests)):
-            if r.ticks is not None:
-                # one boot a side of an insn row: its runs, against the
-                # ticks (verdict._insn_row)
-                est = stats.covariate_change(r.values[0], r.ticks[0],
-                                             r.values[i], r.ticks[i],
-                                             confidence=confidence,
-                                             boot_cv=0.0 if shared[i]
-                                             else INSN_BOOT_CV)
-            elif r.metric.kind == "insn":
-                # boots as the unit: a few boots whose means happen to
-                # agree do not show a boot's own spread, which is known
-                est = stats.floored_change(r.boots[0], r.boots[i],
-                                           cv=INSN_BOOT_CV,
-                                           confidence=confidence)
+            if r.model is not None:
+                # instructions: bootmodel.py's boots and runs
+                cals = r.calibrations or [None] * nsets
+                est = bootmodel.change(r.model[0], r.model[i],
+                                       cal_base=cals[0], cal_new=cals[i],
+                                       same_boot=shared[i],
+                                       confidence=confidence,
+                                       row=r.metric.name)
             means = (r.boot_summaries[0].amean, r.boot_summaries[i].amean)
             rule = _not_a_change(r.metric, est, means,
                                  (r.values[0], r.values[i]), floor,
@@ -559,7 +575,7 @@ def decide(rows: list[Row], nsets: int, alpha: float, confidence: float,
         if r.derived:
             why = "derived"
         elif not est.testable:
-            why = rule or "fewer than 2 boots a side"
+            why = rule or est.basis or "fewer than 2 boots a side"
         elif not p_adj < alpha:
             why = rule or (f"p={p_adj:.2g} corrected"
                            if r.metric.primary or primary_change[i]
