@@ -32,9 +32,16 @@ bool storm_pmu_on(void)
 
 static const char *const storm_pmu_name[STORM_PMU_NR] = { "insn", "cycles" };
 
+/* One read of a counter: its count, and how long it was enabled and ran. */
+struct storm_pmu_value {
+	u64 count;
+	u64 enabled;
+	u64 running;
+};
+
 static struct {
 	struct perf_event **events;	/* [cpu * STORM_PMU_NR + event] */
-	u64 *before, *after;		/* same layout */
+	struct storm_pmu_value *before, *after;	/* same layout */
 	int error;			/* why nothing counts: -errno */
 	bool counted;
 } storm_pmu;
@@ -73,8 +80,8 @@ int storm_pmu_start(void)
 	if (!pmu)
 		return 0;
 	storm_pmu.events = kcalloc(n, sizeof(*storm_pmu.events), GFP_KERNEL);
-	storm_pmu.before = kcalloc(n, sizeof(u64), GFP_KERNEL);
-	storm_pmu.after = kcalloc(n, sizeof(u64), GFP_KERNEL);
+	storm_pmu.before = kcalloc(n, sizeof(*storm_pmu.before), GFP_KERNEL);
+	storm_pmu.after = kcalloc(n, sizeof(*storm_pmu.after), GFP_KERNEL);
 	if (!storm_pmu.events || !storm_pmu.before || !storm_pmu.after) {
 		storm_pmu_free();
 		return -ENOMEM;
@@ -107,17 +114,40 @@ int storm_pmu_start(void)
 	return 0;
 }
 
-static void storm_pmu_read(u64 *into)
+static void storm_pmu_read(struct storm_pmu_value *into)
 {
 	unsigned int i;
-	u64 enabled, running;
 
 	if (!storm_pmu.events)
 		return;
 	for (i = 0; i < nr_cpu_ids * STORM_PMU_NR; i++)
 		if (storm_pmu.events[i])
-			into[i] = perf_event_read_value(storm_pmu.events[i],
-							&enabled, &running);
+			into[i].count =
+				perf_event_read_value(storm_pmu.events[i],
+						      &into[i].enabled,
+						      &into[i].running);
+}
+
+/*
+ * A counter that did not run for all of the window it was enabled in
+ * (multiplexed off its PMU, or in error state, where its count and times
+ * stop) counted only part of it: its count is not the window's. The
+ * index of the first such counter, or -1.
+ */
+static int storm_pmu_partial(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_cpu_ids * STORM_PMU_NR; i++) {
+		const struct storm_pmu_value *a = &storm_pmu.after[i];
+		const struct storm_pmu_value *b = &storm_pmu.before[i];
+
+		if (storm_pmu.events[i] &&
+		    (a->enabled == b->enabled ||
+		     a->running - b->running != a->enabled - b->enabled))
+			return i;
+	}
+	return -1;
 }
 
 void storm_pmu_begin(void)
@@ -133,13 +163,14 @@ void storm_pmu_end(void)
 
 /*
  * "insn.source: pmu" and "insn.<cpu>: N", "cycles.<cpu>: N" for each CPU
- * counted; or "insn.source: off (<why>)". Under the plugin the host
- * counts instead (storm run adds its section to the run file).
+ * counted; or "insn.source: off (<why>)", also when a counter ran for
+ * only part of the window. Under the plugin the host counts instead
+ * (storm run adds its section to the run file).
  */
 void storm_pmu_show(struct seq_file *m)
 {
 	unsigned int i;
-	int cpu, e;
+	int cpu, e, partial;
 
 	if (!storm_pmu.counted) {
 		if (!pmu)
@@ -149,14 +180,25 @@ void storm_pmu_show(struct seq_file *m)
 				   storm_pmu.error);
 		return;
 	}
+	partial = storm_pmu_partial();
+	if (partial >= 0) {
+		const struct storm_pmu_value *a = &storm_pmu.after[partial];
+		const struct storm_pmu_value *b = &storm_pmu.before[partial];
+
+		seq_printf(m, "insn.source: off (PMU counter %s on CPU %d ran %llu of the %llu ns it was enabled in the window)\n",
+			   storm_pmu_name[partial % STORM_PMU_NR],
+			   partial / STORM_PMU_NR, a->running - b->running,
+			   a->enabled - b->enabled);
+		return;
+	}
 	seq_puts(m, "insn.source: pmu\n");
 	for_each_possible_cpu(cpu) {
 		for (e = 0; e < STORM_PMU_NR; e++) {
 			i = cpu * STORM_PMU_NR + e;
 			if (storm_pmu.events[i])
 				seq_printf(m, "%s.%d: %llu\n", storm_pmu_name[e],
-					   cpu, storm_pmu.after[i] -
-					   storm_pmu.before[i]);
+					   cpu, storm_pmu.after[i].count -
+					   storm_pmu.before[i].count);
 		}
 	}
 }

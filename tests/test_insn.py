@@ -118,6 +118,16 @@ def test_no_pmu_says_off_not_zero():
     assert "cpu" not in sec
 
 
+def test_a_counter_that_ran_part_of_the_window_is_not_a_count():
+    """include/storm_pmu.c: a counter whose running time fell short of
+    its enabled time in the window (multiplexed, or in error state) makes
+    the module say off, with the times, and no counts."""
+    why = ("PMU counter insn on CPU 1 ran 1200 of the 5000000 ns it was "
+           "enabled in the window")
+    sec = insn.of_run(None, {"insn.source": f"off ({why})"})
+    assert sec == {"source": "off", "why": why}
+
+
 def test_plugin_window_wins_over_the_module():
     sec = insn.of_run(LINES, {"insn.source": "off (no PMU counter: -2)"})
     assert sec["source"] == "tcg-plugin"
