@@ -34,15 +34,26 @@ tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$d/loop-refused"
 # change in one boot: the handler's loop adds 2 x handler_loops
 # instructions a call on the target (3 loops: 0.55% on 6.1, 0.7% on
 # 6.12), against two sets without it (an A/A). The sets' runs are
-# interleaved, a few at a time, so that what drifts during the boot falls
-# on all three.
+# interleaved, a few at a time, in a new random order every round, so
+# that what drifts during the boot falls on all three and no set is
+# always the last (the order each round took is in ab-order).
 # Two rounds of 3 runs (6 runs a set) call the 0.55% (the first 6 runs
 # of the figures in docs/insn.md, from INSN_ROUNDS=5 INSN_RUNS=2, do at
 # p=4.5e-13 on 6.1, 3.9e-12 on 6.12); a storm run costs seconds of its
 # own in a TCG guest, a run in it less.
+# the sets in a random order: a0 b0 c3, one a line
+shuffled_sets() {
+	seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+	printf '%s\n' a0 b0 c3 |
+		awk -v seed="$seed" 'BEGIN { srand(seed) } { print rand() " " $0 }' |
+		sort -n | cut -d' ' -f2
+}
+
 warmup=1
 for round in $(seq 1 "${INSN_ROUNDS:-2}"); do
-	for set in a0 b0 c3; do
+	order=$(shuffled_sets | tr '\n' ' ')
+	echo "round $round: $order" >>"$d/ab-order"
+	for set in $order; do
 		scripts/storm run --runs "${INSN_RUNS:-3}" --warmup $warmup \
 			--results "$d/ab" \
 			--label "$set" --series "insn-$set" \
