@@ -411,7 +411,8 @@ def parser() -> argparse.ArgumentParser:
                    f"what is known (default {ENDPOINT_MAX_BOOTS})")
     p.add_argument("--metric", default="auto",
                    help="insn (instructions per call, flush or op on the "
-                   "storm's CPUs, counted under TCG: one boot a step), "
+                   "storm's CPUs, counted under TCG; boots the unit, as "
+                   "for every metric), "
                    "time (the storm's time per call, flush or op), "
                    "runtime, a /proc/interrupts row such as CAL, or any "
                    "metric name storm compare prints; default auto: insn "

@@ -96,7 +96,8 @@ SECONDARY, DERIVED = "secondary", "derived"
 class Metric:
     name: str
     kind: str           # "time" (lower is better), "rate" (higher), "count",
-                        # "insn" (instructions: runs are the unit),
+                        # "insn" (instructions per operation, read
+                        # through bootmodel.py),
                         # "ratio" (of two counts; only shown)
     unit: str           # "ns", "/s", ""
     role: str = dataclasses.field(default=SECONDARY, compare=False)
