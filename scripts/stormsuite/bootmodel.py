@@ -231,25 +231,40 @@ def _slope_part(base: Sequence[Boot], new: Sequence[Boot]
     return dx * dx * base[0].slope_var, max(runs - 3, 1)
 
 
+Part = tuple[float, float, object]     # variance, dof, its estimate's key
+
+
 def _side(boots: Sequence[Boot], cal: Calibration | None
-          ) -> tuple[float, list[tuple[float, float]]] | str:
-    """A side's level and the parts of its variance; or why it has
-    none."""
+          ) -> tuple[float, list[Part]] | str:
+    """A side's level and the parts of its variance, each with its
+    degrees of freedom and what estimated it (a calibration's part is
+    one estimate, however many sides it serves); or why it has none."""
     numbers = [b.number for b in boots]
     mean = float(np.mean(numbers))
     if len(boots) > 1:
         return mean, [(float(np.var(numbers, ddof=1)) / len(boots),
-                       len(boots) - 1)]
+                       len(boots) - 1, object())]
     if cal is None:
         return "cannot tell"
     # the calibrated spread of a boot's number; more when this boot's
     # runs leave it less sure than the calibration's did
     b = boots[0]
-    parts = [((cal.boot_cv / 100 * mean) ** 2, max(cal.dof, 1))]
+    parts: list[Part] = [((cal.boot_cv / 100 * mean) ** 2,
+                          max(cal.dof, 1), cal)]
     extra = b.within_var - (cal.within_cv / 100 * mean) ** 2
     if b.runs > 1 and extra > 0:
-        parts.append((extra, b.runs - 1))
+        parts.append((extra, b.runs - 1, object()))
     return mean, parts
+
+
+def _merged(parts: Sequence[Part]) -> list[tuple[float, float]]:
+    """Parts estimated together (one calibration for both sides) as one:
+    their variances add, their degrees of freedom do not."""
+    by_key: dict[int, tuple[float, float]] = {}
+    for var, dof, key in parts:
+        v, _ = by_key.get(id(key), (0.0, dof))
+        by_key[id(key)] = (v + var, dof)
+    return list(by_key.values())
 
 
 def change(base: Sequence[Boot], new: Sequence[Boot], *,
@@ -291,6 +306,6 @@ def change(base: Sequence[Boot], new: Sequence[Boot], *,
     if 1 in (nb, nn):
         # a side of one boot: its number moves with the slope's error
         # as far as its ticks are from the other side's
-        parts.append(_slope_part(base, new))
-    return _t_estimate(d, parts, ref, nb, nn, confidence,
+        parts.append((*_slope_part(base, new), object()))
+    return _t_estimate(d, _merged(parts), ref, nb, nn, confidence,
                        "; ".join(sorted(cals)))
