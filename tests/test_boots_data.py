@@ -28,6 +28,8 @@ SETS = {
     "insn-aa": (["6.1.0-56-amd64.a", "6.1.0-56-amd64.b",
                  "6.12.117+deb12-amd64.a", "6.12.117+deb12-amd64.b"],
                 {"ipistorm"}, 4, 6, 1),
+    "insn-aa-tlbstorm": (["6.1.0-56-amd64.a", "6.1.0-56-amd64.b"],
+                         {"tlbstorm"}, 4, 6, 1),
     "ab-seed-000": (["6.1.192-storm-dec3602",
                      "6.1.192-storm-dec3602-seed-000-ipi-for-eve"],
                     {"ipistorm"}, 3, 5, 1),

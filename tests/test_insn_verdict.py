@@ -392,3 +392,18 @@ def test_the_calibrations_kept_are_what_their_boots_give():
         sets = [s for w in words[3:] for s in runs.resolve(str(REPO / w))]
         again = {x.metric: x for x in calibrate.of_sets(sets)}[c.metric]
         assert dataclasses.replace(again, command=c.command) == c
+
+
+def test_calibrate_takes_each_storm_on_its_own(capsys):
+    """storm calibrate given sets of two storms calibrates each on its
+    own boots, and writes nothing unless told --write."""
+    from stormsuite import REPO
+    before = bootmodel.CALIBRATIONS.read_text()
+    data = REPO / "tests" / "data" / "boots"
+    assert calibrate.main([str(data / d / f"6.1.0-56-amd64.{x}")
+                           for d in ("insn-aa", "insn-aa-tlbstorm")
+                           for x in "ab"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == \
+        ["ipistorm on 6.1", "ipistorm on 6.1", "tlbstorm on 6.1"], out
+    assert bootmodel.CALIBRATIONS.read_text() == before

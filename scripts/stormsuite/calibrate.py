@@ -4,8 +4,9 @@ A/A boots, kept where the verdicts read it.
     storm calibrate [--results DIR] [--write] SET [SET...]
 
 Each SET is what storm compare takes (a label, a label directory, a
-series directory); every set must be the same storm, parameters and
-kernel series: the boots of one kernel, e.g. both sides of
+series directory); the sets of each storm and parameters are calibrated
+together, and must be of one kernel series: the boots of one kernel,
+e.g. both sides of
 
     storm matrix --kernel 6.12 --kernel 6.12 --boots 4 --runs 6 ...
 
@@ -112,7 +113,15 @@ def main(argv: list[str]) -> int:
     try:
         sets = [s for spec in args.sets
                 for s in runs.resolve(spec, args.results)]
-        found = of_sets(sets, "storm calibrate " + shlex.join(argv))
+        # each storm and its parameters on its own (a label directory
+        # can hold several)
+        designs: dict[tuple[str, str], list[runs.Series]] = {}
+        for s in sets:
+            designs.setdefault(
+                (s.storm, bootmodel.params_text(s.params)), []).append(s)
+        found = [c for group in designs.values()
+                 for c in of_sets(group, "storm calibrate "
+                                  + shlex.join(argv))]
     except (runs.RunError, CalibrateError) as e:
         print(f"storm calibrate: {e}", file=sys.stderr)
         return 2
