@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import re
 import subprocess
 
 import pytest
@@ -224,7 +225,10 @@ def test_trace_names_the_senders(full):
     sent = by_fn["ipistorm_sender_fn"]["count"]
     assert TRACED_SENT * 200 <= sent <= 200
     assert sent <= traced["result"]["irq.1.CAL"]
-    assert by_fn["ipistorm_sender_fn"]["via"] == "smp_call_function_single"
+    # 7.x's smp_call_function_single() tail-calls the helper it shares
+    # with smp_call_function_any(), so the stack names that one
+    assert by_fn["ipistorm_sender_fn"]["via"] in (
+        "smp_call_function_single", "__smp_call_function_single")
     assert t["counts"]["irq_vectors:call_function_single_entry"]["total"] > 0
     release = traced["result"]["kernel"]
     major, minor = (int(x) for x in release.split(".")[:2])
@@ -247,8 +251,8 @@ def test_trace_names_the_senders(full):
     assert hist["count"] == sum(x["count"] for x in hist["buckets"]) > 0
     assert all(x["low"] < x["high"] for x in hist["buckets"])
     # the summary on stderr names the function that sent the IPIs
-    assert "ipistorm_sender_fn  via smp_call_function_single" in \
-        full.err("traced")
+    assert re.search(r"ipistorm_sender_fn  via (__)?smp_call_function_single",
+                     full.err("traced"))
 
 
 def run_compare(*args: str) -> subprocess.CompletedProcess:

@@ -7,7 +7,6 @@ these tests read what each case left behind. Nothing here looks at times.
 from __future__ import annotations
 
 import collections
-import pathlib
 import statistics
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from conftest import (DEBUG_KERNEL, HLT_IDLE_MISS, KERNELS, STRAY_CAL,
                       assert_clean, assert_histogram, assert_refused,
                       assert_start_and_end, boot)
-from stormsuite import interrupts, result, vm
+from stormsuite import interrupts, kernels, result, vm
 
 CPUS = {0, 1, 2, 3}
 
@@ -45,8 +44,9 @@ def test_coldplug_leaves_out_what_no_storm_needs(guest):
     loaded = {line.split()[0] for line in
               (guest.out / "modules").read_text().splitlines()}
     root = {"9p": "CONFIG_9P_FS", "9pnet_virtio": "CONFIG_NET_9P_VIRTIO"}
-    config = pathlib.Path(guest.kernel) / ".config"
-    if config.is_file():
+    tree = kernels.resolve(guest.kernel).tree
+    config = tree / ".config" if tree else None
+    if config and config.is_file():
         text = config.read_text()
         root = {m: opt for m, opt in root.items() if f"{opt}=m" in text}
     assert set(root) <= loaded

@@ -140,6 +140,18 @@ def test_every_op_runs_every_phase(guest, name):
     assert count(res, "shrink") == (ops if res["param.shrink"] == "1" else 0)
 
 
+def destroy_waits_for_rcu(res: dict) -> bool:
+    """7.x's kmem_cache_destroy() starts with kvfree_rcu_barrier_on_cache():
+    an rcu_barrier() on every destroy. Its IPIs are RCU's, to every CPU
+    whatever the cache: the barrier's callbacks entrained by
+    smp_call_function_single() and the remote wakeups (ttwu_queue_wakelist)
+    of what the barrier's completion wakes, about one of each per CPU and
+    destroy (storm run --trace of slabstorm on 7.3 names rcu_barrier and
+    rcu_core as their senders; nothing of slab's own). Told by version:
+    mm/slab_common.c is not in the headers, and 7.3 is the 7.x tested."""
+    return int(res["kernel"].split(".")[0]) >= 7
+
+
 def assert_interrupts_no_other_cpu(res: dict, phase: str) -> None:
     """Creating (or destroying) caches on CPU 0 that no other CPU touched
     interrupts no other CPU: fewer than one IPI in two ops in all (one to
@@ -158,6 +170,13 @@ def assert_interrupts_no_other_cpu(res: dict, phase: str) -> None:
         ipis = phase_ipis(res, phase)
         n = int(res[f"phase.{phase}.count"])
         assert min(ipis[c] for c in (1, 2, 3)) < n / 2, ipis
+    elif phase == "destroy" and destroy_waits_for_rcu(res):
+        # the barrier's own: at most its callback's entrain and one
+        # wakeup per CPU and destroy (one to each CPU per destroy, as seed
+        # 002's kick, would be on top of that)
+        ipis = phase_ipis(res, phase)
+        n = int(res[f"phase.{phase}.count"])
+        assert all(ipis[c] <= 2 * n for c in CPUS), ipis
     else:
         assert milli(res, phase) < 500, res[f"phase.{phase}.ipis_per_op"]
 
@@ -194,7 +213,9 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     # freed objects sit in KASAN's quarantine is itself an IPI to every
     # CPU (kasan_cache_shutdown -> kasan_quarantine_remove_cache ->
     # on_each_cpu, mm/kasan/quarantine.c): there CPU 3 is no baseline.
-    if not DEBUG_KERNEL:
+    # On 7.x every destroy's RCU barrier interrupts every CPU
+    # (destroy_waits_for_rcu): CPU 3 is no baseline there either.
+    if not DEBUG_KERNEL and not destroy_waits_for_rcu(res):
         for cpu in (1, 2):
             assert destroy[cpu] - destroy[3] >= 0.4 * n, destroy
     assert milli(res, "destroy") >= 2 * PER_OP * 1000
@@ -205,7 +226,7 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     # against 5725 touched: docs/evidence/debug-idle-ipis.md)
     assert milli(res, "destroy") - milli(untouched, "destroy") >= \
         2 * PER_OP * 1000
-    assert DEBUG_KERNEL or \
+    assert DEBUG_KERNEL or destroy_waits_for_rcu(res) or \
         milli(res, "destroy") > 4 * milli(untouched, "destroy")
     # creating does not depend on what happened to the previous cache
     assert_interrupts_no_other_cpu(res, "create")
@@ -247,6 +268,18 @@ def test_shrink_flag_moves_the_flush_from_destroy_to_shrink(guest):
     assert res["param.objsize"] == "256" and res["param.fill"] == "20"
     assert int(res["touch.1.objects"]) == int(res["touch.2.objects"]) == 20 * n
     shrink, destroy = phase_ipis(res, "shrink"), phase_ipis(res, "destroy")
+    if destroy_waits_for_rcu(res):
+        # Every destroy's RCU barrier interrupts every CPU, about as much
+        # as the flush did: the flush is in shrink, to the touching CPUs
+        # alone, and destroy carries at least one IPI an op less than
+        # slab_touched's destroy, which still flushes two CPUs.
+        for cpu in (1, 2):
+            assert shrink[cpu] >= PER_OP * n, shrink
+        assert shrink[3] < 0.5 * n, shrink
+        touched = ok(guest.case("slab_touched"))
+        assert milli(res, "destroy") <= \
+            milli(touched, "destroy") - PER_OP * 1000, (shrink, destroy)
+        return
     for cpu in (1, 2):
         assert shrink[cpu] >= PER_OP * n, shrink
         # the flush is gone from destroy: what is left there is 6.12's

@@ -145,3 +145,21 @@ def test_bpftrace_units_and_empty_stacks(tmp_path):
                               "smp_call_function_many_cond",
                               "on_each_cpu_cond_mask", "text_poke_bp_batch"]}
     assert doc["senders"][1]["function"] == "?"
+
+
+def test_a_sender_behind_7x_smp_call_function_single():
+    """7.x's smp_call_function_single() tail-calls
+    __smp_call_function_single(), which is on the stack in its place: the
+    sender is still the storm's function, not the helper (seen on 7.3:
+    trace-cmd's stacks of ipistorm_sender_fn's calls)."""
+    senders = tracesum.Senders()
+    senders.add(["__smp_call_single_queue", "generic_exec_single",
+                 "__smp_call_function_single", "ipistorm_sender_fn",
+                 "kthread", "ret_from_fork"], 200)
+    senders.add(["__smp_call_single_queue", "generic_exec_single",
+                 "__smp_call_function_single", "rcu_barrier",
+                 "slabstorm_run"], 8)
+    by_fn = {s.function: s for s in senders.by_key.values()}
+    assert by_fn["ipistorm_sender_fn"].count == 200
+    assert by_fn["ipistorm_sender_fn"].via == "__smp_call_function_single"
+    assert by_fn["rcu_barrier"].count == 8

@@ -42,6 +42,8 @@ _PLUMBING = re.compile(
     r"|xen_send_IPI|__xen_send_IPI|xen_smp_send|hv_send_ipi"
     r"|send_call_function|arch_send_call_function|smp_send_reschedule"
     r"|__smp_call_single_queue|generic_exec_single|smp_call_function"
+    # 7.x: smp_call_function_single() tail-calls it, off the stack
+    r"|__smp_call_function"
     r"|on_each_cpu|__on_each_cpu|ipi_send_|__ipi_send_|native_flush_tlb_multi"
     r"|flush_tlb_multi|__flush_tlb_multi)")
 _COMPILER_SUFFIX = re.compile(r"\.(cold|isra|constprop|part|llvm)[.0-9]*$")
