@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
         "against it. Boot it with: storm vm --kernel OUT.")
     p.add_argument("tree", type=pathlib.Path, nargs="?",
                    help="kernel source tree")
-    p.add_argument("--series", choices=kernels.SOURCE_SERIES,
+    p.add_argument("--series", choices=linux_source.SERIES,
                    help="instead of a tree: Debian's linux-source-SERIES "
                    "(unpacked by storm kernel source), built into "
                    "build/kernel/debian-SERIES, where storm vm --kernel "

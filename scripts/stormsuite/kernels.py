@@ -2,10 +2,10 @@
 
 Nothing here knows an exact Debian ABI version: "6.1" means the newest
 installed /boot/vmlinuz-6.1.*, whatever Debian's updates made it. A
-series built from Debian's source package (`storm kernel build --series
-7.3`: today's kernel, whose stock image's headers want a compiler a
-Debian 12 host lacks) is found in its build directory, and is preferred
-to an image of the same series under /boot.
+series with no image under /boot is the one built from Debian's source
+package (`storm kernel build --series 7.3`: today's kernel, whose stock
+image's headers want a compiler a Debian 12 host lacks), found in its
+build directory.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ import dataclasses
 import pathlib
 import re
 
-from . import REPO
+from . import REPO, linux_source
 
 BOOT = pathlib.Path("/boot")
 MODULES = pathlib.Path("/lib/modules")
-# what `storm kernel build --series S` builds, and the series it builds
+# where `storm kernel build --series S` builds
 SERIES_BUILDS = REPO / "build" / "kernel"
-SOURCE_SERIES = ("7.3",)
 
 
 def series_build(series: str, root: pathlib.Path = SERIES_BUILDS) \
@@ -101,16 +100,16 @@ def resolve(spec: str, boot: pathlib.Path = BOOT,
         return Kernel(image=path, release=release,
                       kdir=kdir if kdir.exists() else None)
     if re.fullmatch(r"\d+\.\d+", spec):
-        built = series_build(spec, series_root)
-        if (built / ".storm-built").is_file():
-            return resolve(str(built), boot, modules, series_root)
         rels = installed_series(boot).get(spec)
-        if not rels and spec in SOURCE_SERIES:
+        built = series_build(spec, series_root)
+        if not rels and (built / ".storm-built").is_file():
+            return resolve(str(built), boot, modules, series_root)
+        if not rels and spec in linux_source.SERIES:
             raise KernelNotFound(
-                f"no {spec} kernel built yet: build it once with "
-                f"scripts/storm kernel build --series {spec} (Debian's "
-                f"linux-source-{spec}, about 16 minutes cold on 2 cores; "
-                f"kept in {built})")
+                f"no Debian {spec} kernel in {boot} and none built: build "
+                f"it once with scripts/storm kernel build --series {spec} "
+                f"(Debian's linux-source-{spec}, about 16 minutes cold on 2 "
+                f"cores; kept in {built})")
         if not rels:
             have = ", ".join(sorted(installed_series(boot))) or "none"
             raise KernelNotFound(

@@ -25,8 +25,9 @@ import tempfile
 from . import REPO
 from .git import git
 
-# 6.1: the seeds' kernel; 7.3: today's (trixie-backports)
-SERIES = ("6.1", "7.3")
+# 6.1: the seeds' kernel; 6.12: Debian 12's newer one, built with the
+# guest configuration as 7.3 is; 7.3: today's (trixie-backports)
+SERIES = ("6.1", "6.12", "7.3")
 DEFAULT_SERIES = "6.1"
 TAG = "storm-linux-source"
 
