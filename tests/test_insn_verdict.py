@@ -360,6 +360,9 @@ def test_the_calibrations_kept_hold_their_false_alarm_rate():
     for c in bootmodel.load():
         if c.storm != "ipistorm" or not c.metric.endswith(".target"):
             continue
+        # the simulated ticks cost what the simulation says, not the
+        # real kernel's: the comparison fits its own slope
+        c = dataclasses.replace(c, tick_slope=None)
         run_sd = c.within_cv / 100 * np.sqrt(c.runs)
         boot_sd = np.sqrt(max(c.boot_cv ** 2 - c.within_cv ** 2, 0)) / 100
         params = dict(pair.split("=") for pair in c.params.split())

@@ -57,6 +57,11 @@ class Calibration:
     runs: int               # runs a boot it was measured with
     params: str = ""
     command: str = ""
+    # instructions per tick per operation, fitted within all its boots:
+    # what a side of one boot is corrected with (two boots alone fix a
+    # slope far less well)
+    tick_slope: float | None = None
+    tick_slope_var: float = 0.0
 
     def describe(self) -> str:
         return (f"boot spread {self.boot_cv:.2g}% calibrated on "
@@ -105,30 +110,38 @@ class Boot:
     ticks: float = 0.0                  # the mean ticks of its runs
     slope_var: float = 0.0              # variance of the ticks' slope
                                         # (one for every boot read with it)
+    slope: float = 0.0                  # the ticks' slope it was read with
 
 
 def corrected(groups: Sequence[Sequence[Sequence[float]]],
-              ticks: Sequence[Sequence[Sequence[float]]] | None
-              ) -> tuple[list[list[np.ndarray]], list[list[float]], float]:
+              ticks: Sequence[Sequence[Sequence[float]]] | None,
+              known: tuple[float, float] | None = None
+              ) -> tuple[list[list[np.ndarray]], list[list[float]],
+                         tuple[float, float]]:
     """Per set, per boot, the runs adjusted to the mean ticks with one
     slope fitted within the boots of every set (each tick runs thousands
-    of instructions, and the ticks follow the window's wall time); each
-    boot's mean ticks; and the variance of the slope, which moves boots
-    that took different ticks apart."""
+    of instructions, and the ticks follow the window's wall time), or
+    the known one (slope, its variance: a calibration's); each boot's
+    mean ticks; and the slope with its variance, which moves boots that
+    took different ticks apart."""
     arrays = [[np.asarray(b, dtype=float) for b in g] for g in groups]
     if ticks is None:
-        return arrays, [[0.0 for _ in g] for g in groups], 0.0
+        return arrays, [[0.0 for _ in g] for g in groups], (0.0, 0.0)
     xs = [np.asarray(b, dtype=float) for g in ticks for b in g]
     ys = [b for g in arrays for b in g]
-    slope = within_slope(xs, ys)
-    if slope is None:
-        return arrays, [[0.0 for _ in g] for g in groups], 0.0
+    if known is not None:
+        slope, slope_var = known
+    else:
+        fitted = within_slope(xs, ys)
+        if fitted is None:
+            return arrays, [[0.0 for _ in g] for g in groups], (0.0, 0.0)
+        slope = fitted
+        sxx = sum(float(((x - x.mean()) ** 2).sum()) for x in xs)
+        resid = np.concatenate([(y - y.mean()) - slope * (x - x.mean())
+                                for x, y in zip(xs, ys)])
+        dof = len(resid) - len(xs) - 1
+        slope_var = float(resid @ resid) / dof / sxx if dof > 0 else 0.0
     centre = float(np.mean(np.concatenate(xs)))
-    sxx = sum(float(((x - x.mean()) ** 2).sum()) for x in xs)
-    resid = np.concatenate([(y - y.mean()) - slope * (x - x.mean())
-                            for x, y in zip(xs, ys)])
-    dof = len(resid) - len(xs) - 1
-    slope_var = float(resid @ resid) / dof / sxx if dof > 0 else 0.0
     it = iter(xs)
     out, means = [], []
     for g in arrays:
@@ -139,7 +152,7 @@ def corrected(groups: Sequence[Sequence[Sequence[float]]],
             mrow.append(float(x.mean()) - centre)
         out.append(row)
         means.append(mrow)
-    return out, means, slope_var
+    return out, means, (slope, slope_var)
 
 
 def within_slope(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]
@@ -157,7 +170,7 @@ def within_slope(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]
 
 
 def boot_of(values: np.ndarray, ticks: float = 0.0,
-            slope_var: float = 0.0) -> Boot:
+            slope: tuple[float, float] = (0.0, 0.0)) -> Boot:
     """A boot's number: the mean of its runs, leaving out (with five
     runs or more) those far above the boot's median: what else runs on a
     CPU only ever adds instructions."""
@@ -170,15 +183,16 @@ def boot_of(values: np.ndarray, ticks: float = 0.0,
     n = len(v)
     var = float(v.var(ddof=1)) / n if n > 1 else math.nan
     return Boot(float(v.mean()) if n else math.nan, var, n, tuple(v),
-                ticks, slope_var)
+                ticks, slope[1], slope[0])
 
 
 def boots_of(groups: Sequence[Sequence[Sequence[float]]],
-             ticks: Sequence[Sequence[Sequence[float]]] | None = None
+             ticks: Sequence[Sequence[Sequence[float]]] | None = None,
+             known: tuple[float, float] | None = None
              ) -> list[list[Boot]]:
     """Per set, its boots (corrected, then boot_of)."""
-    arrays, means, slope_var = corrected(groups, ticks)
-    return [[boot_of(b, t, slope_var) for b, t in zip(g, tg)]
+    arrays, means, slope = corrected(groups, ticks, known)
+    return [[boot_of(b, t, slope) for b, t in zip(g, tg)]
             for g, tg in zip(arrays, means)]
 
 

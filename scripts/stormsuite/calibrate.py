@@ -74,7 +74,9 @@ def of_sets(sets: list[runs.Series], command: str = ""
             boots=len(boots), dof=dof,
             runs=int(np.median([b.runs for b in boots])),
             params=bootmodel.params_text(sets[0].params),
-            command=command))
+            command=command,
+            tick_slope=boots[0].slope if boots[0].slope_var else None,
+            tick_slope_var=boots[0].slope_var))
     return out
 
 

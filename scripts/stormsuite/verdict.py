@@ -502,15 +502,22 @@ def _insn_row(m: metrics.Metric, names: list[metrics.Metric],
                 [[len(y) for y in g] for g in groups]:
             tgroups = None
     values = [[y for b in g for y in b] for g in groups]
-    model = bootmodel.boots_of(groups, tgroups)
-    boots = [[b.number for b in g] for g in model]
-    adjusted = [[list(b.values) for b in g] for g in model]
-    noise = [stats.noise(g) if len(g) > 1 else stats.noise([])
-             for g in adjusted]
     if table is None:
         table = bootmodel.load()
     cals = [bootmodel.find(s.storm, release_of(s), m.name, s.params, table)
             for s in sets]
+    # a side of one boot: the ticks' slope of the calibration all the
+    # sets share, fitted on its many boots, when there is one
+    known = None
+    if any(len(g) < 2 for g in groups) and cals[0] is not None \
+            and cals[0].tick_slope is not None \
+            and all(c is cals[0] for c in cals):
+        known = (cals[0].tick_slope, cals[0].tick_slope_var)
+    model = bootmodel.boots_of(groups, tgroups, known)
+    boots = [[b.number for b in g] for g in model]
+    adjusted = [[list(b.values) for b in g] for g in model]
+    noise = [stats.noise(g) if len(g) > 1 else stats.noise([])
+             for g in adjusted]
     return Row(m, values, boots, [stats.summarize(v) for v in values],
                [stats.summarize(b) for b in boots], noise,
                [None] * len(groups), True, derived=m.derived, model=model,
