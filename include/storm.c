@@ -95,6 +95,12 @@ void storm_worker_done(struct storm_ctl *ctl)
 		storm_mark(STORM_MARK_END);
 		storm_irqs_snapshot(ctl->irqs_after);
 		ctl->window_end_ns = ktime_get_ns();
+		/*
+		 * The PMU counts end here too, at the marker, not after the
+		 * controller wakes; after the interrupt snapshot, so that the
+		 * IPIs that read the other CPUs' counters are not in it.
+		 */
+		storm_pmu_end();
 		ctl->irqs_taken = true;
 	}
 	/*
@@ -592,6 +598,7 @@ void storm_irqs_end(struct storm_ctl *ctl)
 		storm_mark(STORM_MARK_END);
 		storm_irqs_snapshot(ctl->irqs_after);
 		ctl->window_end_ns = ktime_get_ns();
+		storm_pmu_end();
 	}
 	storm_irqs_advance(ctl->irqs_acc, ctl->irqs_after);
 }

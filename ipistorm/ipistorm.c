@@ -706,7 +706,6 @@ static void ipistorm_run(void)
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_end(&ctl);
 	storm_sent_end();
-	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	ipistorm_quiesce();
 	ipistorm_stop_senders();

@@ -1075,7 +1075,6 @@ static void slabstorm_run(void)
 	storm_ctl_wait_done(&ctl);
 	storm_irqs_end(&ctl);
 	storm_sent_end();
-	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	slabstorm_stop_threads();
 	slabstorm_collect();

@@ -745,7 +745,6 @@ static void tlbstorm_run(void)
 	tlbstorm_workers_oncpu(true);
 	storm_irqs_end(&ctl);
 	storm_sent_end();
-	storm_pmu_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
 	tlbstorm_stop_threads();
 
