@@ -298,7 +298,7 @@ def test_help_states_the_defaults_used(words):
                 f"{action.default:g}", str(action.default)), \
                 (action.option_strings, m.group(1), action.default)
     assert stated or words[0] in ("show", "report", "compare", "kernel",
-                                  "lkp", "box")
+                                  "lkp", "box", "calibrate")
 
 
 def help_examples() -> list[tuple[str, list[str]]]:

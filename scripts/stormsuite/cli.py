@@ -16,6 +16,8 @@ SUBCOMMANDS = {
     "ab": ("ab", "a patched kernel against its baseline, built and compared"),
     "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
     "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
+    "calibrate": ("calibrate", "a storm's boot-to-boot spread of "
+                  "instructions from A/A boots, for one-boot verdicts"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
     "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
     "box": ("boxcli", "a test box over ssh, driven by ktest.pl: run, matrix, "
