@@ -85,7 +85,7 @@ MODULE_PARM_DESC(handler_ns, "Busy time in the IPI handler in ns, at most 100000
 
 static unsigned long handler_loops;
 module_param(handler_loops, ulong, 0444);
-MODULE_PARM_DESC(handler_loops, "Iterations of a two-instruction loop in the IPI handler: a known number of instructions per call (default 0)");
+MODULE_PARM_DESC(handler_loops, "Iterations of a two-instruction loop in the IPI handler, at most 100000: a known number of instructions per call; where calls can reach a target back to back it shares handler_ns's budget, a loop run whole or not at all (default 0)");
 
 static unsigned int latency = 64;
 module_param(latency, uint, 0444);
@@ -97,7 +97,7 @@ MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm 
 
 #define IPISTORM_MAX_HANDLER_NS	(1000UL * NSEC_PER_USEC)
 #define IPISTORM_MAX_HANDLER_LOOPS	100000UL
-/* handler_ns: each target's busy-wait budget, see ipistorm_handler() */
+/* each target's budget for its handlers' work, see ipistorm_work() */
 #define IPISTORM_BUSY_WINDOW_NS	(2UL * NSEC_PER_MSEC)
 #define IPISTORM_BUSY_BUDGET_NS	(1UL * NSEC_PER_MSEC)
 #define IPISTORM_MAX_LATENCY	(1U << 20)
@@ -140,10 +140,10 @@ struct ipistorm_sender {
 /* One per CPU, written by the handler on that CPU only (hardirq). */
 struct ipistorm_target {
 	u64 handled;
-	/* handler_ns: the current window of the busy-wait budget */
+	/* handler_ns, handler_loops: the current window of the budget */
 	u64 window_end;			/* ktime_get_mono_fast_ns() */
 	u64 budget_left;
-	u64 busy_ns;			/* busy-waited, all windows */
+	u64 busy_ns;			/* worked, all windows */
 	u64 trimmed;			/* calls cut short by the budget */
 };
 
@@ -154,28 +154,35 @@ static cpumask_var_t sender_mask, target_mask;
 static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_hist *hist_total;
-static bool busy_budget;		/* handler_ns: see ipistorm_busy() */
+static bool busy_budget;		/* see ipistorm_work() */
 static bool failed;
 
 /*
- * handler_ns: busy-wait in the handler, within a budget per target CPU.
+ * The handler's work: handler_ns of busy-waiting, then handler_loops
+ * iterations of a two-instruction loop; one budget per target CPU for
+ * both.
  *
  * A target must always get out of hardirq. For async call data (wait=0,
  * async=1) the kernel unlocks the csd before the handler runs and x86
  * acknowledges the call-function vector first, so a sender queues its
  * next call while a long handler runs, and a new call-function IPI is
  * pending when it returns; with wait=1, two senders on one target do the
- * same. Call-function vectors outrank the local timer: back-to-back 1 ms
- * handlers would starve the target's timer, devices and tasks for the
- * whole storm (hard lockup, RCU stall, I/O timeouts). So in such storms
- * (busy_budget, set at load) each target busy-waits at most
+ * same. Call-function vectors outrank the local timer: back-to-back long
+ * handlers (1 ms of handler_ns, or 100000 loops: 30-50 us on hardware,
+ * back to back all the same) would starve the target's timer, devices
+ * and tasks for the whole storm (hard lockup, RCU stall, I/O timeouts).
+ * So in such storms (busy_budget, set at load) each target works at most
  * IPISTORM_BUSY_BUDGET_NS in a window of IPISTORM_BUSY_WINDOW_NS that its
- * first busy handler opens: once the budget is spent its handlers return
- * at once until the window ends. At most 2 ms of busy-waiting in a row (a
- * budget spent at the end of one window, the next one's at its start),
- * at most half of the target's time; handler.<cpu>.trimmed counts the
+ * first busy handler opens: a busy-wait is cut at the budget, a loop,
+ * which cannot be cut without losing its known count, runs whole or not
+ * at all (started only while budget is left: it overshoots by at most one
+ * loop), and once the budget is spent the handlers return at once until
+ * the window ends. At most 2 ms of work in a row (a budget spent at the
+ * end of one window, the next one's at its start) and a loop, at most
+ * about half of the target's time; handler.<cpu>.trimmed counts the
  * calls cut short. With wait=1 and one sender per target, the sender
- * calls again only once the handler has returned: no budget.
+ * calls again only once the handler has returned: no budget, and no
+ * clock read (a loop's instructions stay the only ones it adds).
  *
  * Not local_clock(): with interrupts off and an unstable sched_clock (any
  * TCG guest) it stops one tick past the last tick this CPU took, and the
@@ -183,27 +190,59 @@ static bool failed;
  * far off under TCG. The fast monotonic clock reads the clocksource
  * itself.
  */
-static void ipistorm_busy(struct ipistorm_target *t)
+static void ipistorm_spin(u64 from, u64 ns)
 {
-	u64 now = ktime_get_mono_fast_ns();
-	u64 spin = handler_ns;
-	u64 end;
+	u64 end = from + ns;
 
-	if (busy_budget) {
-		if (now >= t->window_end) {
-			t->window_end = now + IPISTORM_BUSY_WINDOW_NS;
-			t->budget_left = IPISTORM_BUSY_BUDGET_NS;
-		}
-		if (spin > t->budget_left) {
-			spin = t->budget_left;
-			t->trimmed++;
-		}
-		t->budget_left -= spin;
-	}
-	t->busy_ns += spin;
-	end = now + spin;
 	while (ktime_get_mono_fast_ns() < end)
 		cpu_relax();
+}
+
+/* inline: without the budget a call adds the loop's instructions alone */
+static __always_inline void ipistorm_loops(void)
+{
+#ifdef CONFIG_X86
+	unsigned long n = handler_loops;
+
+	if (!n)
+		return;
+	/* dec, jnz: exactly two instructions an iteration */
+	asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r" (n) : : "cc");
+#endif
+}
+
+static void ipistorm_work(struct ipistorm_target *t)
+{
+	u64 spin = handler_ns;
+	bool cut = false;
+	u64 now, spent;
+
+	now = ktime_get_mono_fast_ns();
+	if (now >= t->window_end) {
+		t->window_end = now + IPISTORM_BUSY_WINDOW_NS;
+		t->budget_left = IPISTORM_BUSY_BUDGET_NS;
+	}
+	if (!t->budget_left || spin > t->budget_left) {
+		spin = t->budget_left;
+		cut = true;
+		t->trimmed++;
+	}
+	if (spin)
+		ipistorm_spin(now, spin);
+	/*
+	 * The busy-wait counts as asked, as when it is cut at the budget (the
+	 * host may stall a TCG guest's clock past its end); a loop as long as
+	 * it took, which only its clock can say. A cut call runs no loop.
+	 */
+	spent = spin;
+	if (handler_loops && !cut) {
+		u64 t0 = ktime_get_mono_fast_ns();
+
+		ipistorm_loops();
+		spent += ktime_get_mono_fast_ns() - t0;
+	}
+	t->budget_left -= min(spent, t->budget_left);
+	t->busy_ns += spent;
 }
 
 static void ipistorm_handler(void *info)
@@ -211,16 +250,15 @@ static void ipistorm_handler(void *info)
 	struct ipistorm_target *t = this_cpu_ptr(&ipistorm_targets);
 
 	t->handled++;
-	if (handler_ns)
-		ipistorm_busy(t);
-#ifdef CONFIG_X86
-	if (handler_loops) {
-		unsigned long n = handler_loops;
-
-		/* dec, jnz: exactly two instructions an iteration */
-		asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r" (n) : : "cc");
+	if (busy_budget) {
+		ipistorm_work(t);
+	} else {
+		if (handler_ns) {
+			ipistorm_spin(ktime_get_mono_fast_ns(), handler_ns);
+			t->busy_ns += handler_ns;
+		}
+		ipistorm_loops();
 	}
-#endif
 	if (info) {
 		struct ipistorm_sender *s = info;
 
@@ -634,12 +672,12 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 			continue;
 		t = per_cpu_ptr(&ipistorm_targets, cpu);
 		seq_printf(m, "handled.%d: %llu\n", cpu, t->handled);
-		if (handler_ns)
+		if (handler_ns || handler_loops)
 			seq_printf(m, "handler.%d.busy_ns: %llu\n"
 				   "handler.%d.trimmed: %llu\n",
 				   cpu, t->busy_ns, cpu, t->trimmed);
 	}
-	if (handler_ns)
+	if (handler_ns || handler_loops)
 		seq_printf(m, "handler.busy_budget: %d\nhandler.budget_ns: %lu\n"
 			   "handler.window_ns: %lu\n", busy_budget,
 			   IPISTORM_BUSY_BUDGET_NS, IPISTORM_BUSY_WINDOW_NS);
@@ -767,7 +805,7 @@ static int __init ipistorm_init(void)
 		cpus_read_unlock();
 		goto err_unwatch;
 	}
-	busy_budget = handler_ns && ipistorm_back_to_back();
+	busy_budget = (handler_ns || handler_loops) && ipistorm_back_to_back();
 	ipistorm_print_params("Start of test");
 	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
 	for_each_cpu(cpu, sender_mask) {

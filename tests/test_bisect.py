@@ -3,9 +3,11 @@ synthetic repositories with a fake measurer (tests/bisect_fake.py)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -150,18 +152,28 @@ def make_repo(path: pathlib.Path, values: list[str]) -> list[str]:
     return shas
 
 
-def run_bisect(repo: pathlib.Path, results: pathlib.Path, good: str,
-               bad: str, *extra: str) -> tuple[int, str, str]:
+def storm_bisect(*args: str, env: dict[str, str] | None = None
+                 ) -> tuple[int, str, str]:
+    """scripts/storm bisect ARGS, the stand-in measurers importable (and
+    env's PYTHONPATH before them)."""
+    env = dict(env or {})
+    path = [env.pop("PYTHONPATH")] if "PYTHONPATH" in env else []
     res = subprocess.run(
-        [str(REPO / "scripts" / "storm"), "bisect", "--tree",
-         str(repo), "--good", good, "--bad", bad, "--runs", "5",
-         "--boots", "3", "--max-boots", "6", "--jobs", "2",
-         "--results", str(results), "--measurer", "bisect_fake:measure",
-         *extra, "ipistorm", "numipi=100"],
+        [str(REPO / "scripts" / "storm"), "bisect", *args],
         capture_output=True, text=True, stdin=subprocess.DEVNULL,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(pathlib.Path(
-            __file__).parent)}, timeout=300)
+        env={"PATH": "/usr/bin:/bin", **env, "PYTHONPATH": ":".join(
+            [*path, str(pathlib.Path(__file__).parent)])}, timeout=300)
     return res.returncode, res.stdout, res.stderr
+
+
+def run_bisect(repo: pathlib.Path, results: pathlib.Path, good: str,
+               bad: str, *extra: str, env: dict[str, str] | None = None
+               ) -> tuple[int, str, str]:
+    return storm_bisect(
+        "--tree", str(repo), "--good", good, "--bad", bad, "--runs", "5",
+        "--boots", "3", "--max-boots", "6", "--jobs", "2",
+        "--results", str(results), "--measurer", "bisect_fake:measure",
+        *extra, "ipistorm", "numipi=100", env=env)
 
 
 def bisect_dir(results: pathlib.Path) -> pathlib.Path:
@@ -260,12 +272,22 @@ def test_refuses_endpoints_that_do_not_differ(tmp_path):
     assert git(tmp_path / "tree", "symbolic-ref", "--short", "HEAD") == "main"
 
 
-def test_refuses_a_dirty_tree(tmp_path):
-    shas = make_repo(tmp_path / "tree", ["10", "20"])
-    (tmp_path / "tree" / "value").write_text("edited\n")
-    rc, out, err = run_bisect(tmp_path / "tree", tmp_path / "res",
-                              shas[0], shas[-1])
-    assert rc == 2 and "uncommitted changes" in err
+def test_a_dirty_tree_bisects_in_a_worktree_and_stays_as_it_was(tmp_path):
+    """The bisect runs in a worktree of its own: the user's tree may have
+    uncommitted changes and another branch checked out, and keeps both."""
+    tree = tmp_path / "tree"
+    shas = make_repo(tree, ["10", "10", "20", "20"])
+    git(tree, "checkout", "-q", "-b", "work", shas[1])
+    (tree / "value").write_text("edited\n")
+    rc, out, err = run_bisect(tree, tmp_path / "res", shas[0], shas[-1])
+    assert rc == 0, err
+    assert f"first bad commit: {shas[2]}" in out
+    assert (tree / "value").read_text() == "edited\n"
+    assert git(tree, "symbolic-ref", "--short", "HEAD") == "work"
+    assert not (tree / ".git" / "BISECT_LOG").exists()
+    # the worktree is gone, and git forgot it
+    assert git(tree, "worktree", "list").count("\n") == 0
+    assert not (bisect_dir(tmp_path / "res") / "worktree").exists()
 
 
 def test_refuses_good_after_bad(tmp_path):
@@ -315,14 +337,17 @@ def test_bisect_on_an_interrupt_row_prints_the_parent_check(tmp_path):
     assert out.count("ipistorm.runtime_ns") == 1
 
 
-def test_refuses_a_tree_already_bisecting(tmp_path):
+def test_a_tree_bisecting_itself_is_left_alone(tmp_path):
+    """The user's own git bisect goes on: the storm's runs in a worktree
+    with bisect refs of its own."""
     shas = make_repo(tmp_path / "tree", ["10", "20", "20"])
     git(tmp_path / "tree", "bisect", "start", shas[-1], shas[0])
+    log = (tmp_path / "tree" / ".git" / "BISECT_LOG").read_text()
     rc, out, err = run_bisect(tmp_path / "tree", tmp_path / "res",
                               shas[0], shas[-1])
-    assert rc == 2 and "already bisecting" in err
-    # the user's bisect is left alone
-    assert (tmp_path / "tree" / ".git" / "BISECT_LOG").exists()
+    assert rc == 0, err
+    assert f"first bad commit: {shas[1]}" in out
+    assert (tmp_path / "tree" / ".git" / "BISECT_LOG").read_text() == log
 
 
 def test_the_summary_counts_every_build_of_every_step(tmp_path):
@@ -332,3 +357,293 @@ def test_the_summary_counts_every_build_of_every_step(tmp_path):
     (tmp_path / bisect.BUILDS_LOG).write_text(
         '{"commit": "a", "seconds": 108.0}\n{"commit": "b", "seconds": 24.5}\n')
     assert bisect.build_seconds(tmp_path) == (2, 132.5)
+
+
+@pytest.mark.parametrize("virt,how", [("tcg", "min"), ("kvm", "median"),
+                                      ("none", "median")])
+def test_a_bisect_boots_number_is_compares(virt, how):
+    """The bisect reads a boot as compare does (verdict.summary_of): the
+    fastest run of the primary time only where noise only slows runs
+    down (TCG), the median run on KVM and hardware."""
+    d = next((REPO / "tests" / "data" / "boots" / "matrix-6.1-6.12"
+              / "6.1.0-56-amd64").iterdir())
+    docs = [json.loads(f.read_text()) for f in sorted(d.glob("run-*.json"))]
+    for doc in docs:
+        doc["env"]["virtualization"] = virt
+    reading = bisect_state.Reading(storm="ipistorm", asked="time")
+    values = reading.samples(docs)
+    assert reading.name == "ipistorm.time_per_call_ns"
+    assert reading.summary == how
+    expected = min(values) if how == "min" else float(np.median(values))
+    assert reading.summaries([values]) == [pytest.approx(expected)]
+
+
+# ------------------------------------------------------------ --resume
+
+# bisect_fake.measure, counted and stoppable: written into the test's
+# directory (put on PYTHONPATH) so that every step, a process of its own,
+# counts into one file
+COUNTING_FAKE = '''
+import json
+import os
+import pathlib
+
+import bisect_fake
+
+
+def measure(state, requests):
+    """Each call one line in $COUNT_LOG (its phase: "check" once the
+    first bad commit's parent is known; its requests); the call numbered
+    $FAIL_AT raises instead, as a killed driver stops: not a MeasureError,
+    which would skip the commit, but an error that stops the bisect."""
+    log = pathlib.Path(os.environ["COUNT_LOG"])
+    done = len(log.read_text().splitlines()) if log.exists() else 0
+    if os.environ.get("FAIL_AT") == str(done + 1):
+        raise RuntimeError("stopped by the test")
+    with open(log, "a") as f:
+        f.write(json.dumps({"phase": "check" if state.parent else "bisect",
+                            "requests": requests}) + "\\n")
+    return bisect_fake.measure(state, requests)
+'''
+# 8 is the first bad commit; 5, git's first pick, fails to build (a
+# skip); 12 commits, so that the steps are several
+RESUME_VALUES = ["10"] * 5 + ["broken"] + ["10"] * 2 + ["20"] * 4
+
+
+def counting(tmp_path: pathlib.Path, fail_at: int | None = None
+             ) -> dict[str, str]:
+    """The environment of a bisect with the counting fake, its calls
+    logged in tmp_path/calls.jsonl."""
+    (tmp_path / "counting_fake.py").write_text(COUNTING_FAKE)
+    env = {"PYTHONPATH": str(tmp_path),
+           "COUNT_LOG": str(tmp_path / "calls.jsonl")}
+    if fail_at is not None:
+        env["FAIL_AT"] = str(fail_at)
+    return env
+
+
+def calls(tmp_path: pathlib.Path) -> list[dict]:
+    log = tmp_path / "calls.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] \
+        if log.exists() else []
+
+
+def measured(calls_: list[dict], phase: str, shas: list[str]) -> list[int]:
+    """The commits measured in phase, as their numbers in the history
+    (two repositories made alike have other ids)."""
+    return [shas.index(sha) for c in calls_ if c["phase"] == phase
+            for sha, _ in c["requests"]]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The bisect, never stopped: its tree (copied by the tests, so that
+    they bisect the same commits: git's pick after a skip depends on
+    them), the commits, its output, the commits it measured before the
+    check, and its measurer calls in all."""
+    tmp = tmp_path_factory.mktemp("uninterrupted")
+    shas = make_repo(tmp / "tree", RESUME_VALUES)
+    rc, out, err = run_bisect(tmp / "tree", tmp / "res", shas[0], shas[-1],
+                              "--measurer", "counting_fake:measure",
+                              env=counting(tmp))
+    assert rc == 0, err
+    return (tmp / "tree", shas, out, measured(calls(tmp), "bisect", shas),
+            len(calls(tmp)))
+
+
+@pytest.mark.parametrize("fail_at", [1, 3, "check"])
+def test_a_stopped_bisect_resumed_names_the_same_commit(tmp_path, fail_at,
+                                                        uninterrupted):
+    """Stopped at a measurer call (1: the endpoints; 3: after the first
+    step, a skip; or the parent check) and resumed: the same first bad
+    commit, and no commit measured twice, not even the one that failed
+    to build (the check measures its two again on purpose, once)."""
+    ref_tree, shas, ref_out, ref_measured, ref_calls = uninterrupted
+    first = f"first bad commit: {shas[8]} commit 8: value 20"
+    assert first in ref_out and 5 in ref_measured
+    if fail_at == "check":
+        fail_at = ref_calls
+    shutil.copytree(ref_tree, tmp_path / "tree")
+    rc, out, err = run_bisect(tmp_path / "tree", tmp_path / "res", shas[0],
+                              shas[-1], "--measurer", "counting_fake:measure",
+                              env=counting(tmp_path, fail_at))
+    assert rc != 0 and "first bad commit:" not in out
+    assert len(calls(tmp_path)) == fail_at - 1
+    d = bisect_dir(tmp_path / "res")
+    before = {name: (d / name).read_text() for name in
+              ("steps.jsonl", "git-bisect-run.log", "git-bisect.log")
+              if (d / name).exists()}
+    # arguments that agree with the stored ones are taken
+    rc, out, err = storm_bisect("--resume", str(d), "--runs", "5",
+                                "--good", shas[0], env=counting(tmp_path))
+    assert rc == 0, err
+    assert first in out and "confirmed" in out
+    assert bisect_dir(tmp_path / "res") == d
+    got = calls(tmp_path)
+    stepped = measured(got, "bisect", shas)
+    assert len(stepped) == len(set(stepped)), f"measured twice: {stepped}"
+    assert sorted(stepped) == sorted(ref_measured)
+    assert measured(got, "check", shas) == [7, 8]
+    # one record a commit, the stopped run's kept: appended, not rewritten
+    records = bisect.steps(d)
+    assert len({r["commit"] for r in records}) == len(records)
+    for name, text in before.items():
+        assert (d / name).read_text().startswith(text), name
+    assert not (d / "worktree").exists()
+    assert git(tmp_path / "tree", "worktree", "list").count("\n") == 0
+
+
+def test_a_step_resumed_keeps_its_first_boots(tmp_path, monkeypatch):
+    """Stopped between two rounds of one step, the step resumed boots
+    only the rounds it had not: its first boots come from the journal."""
+    import bisect_fake
+    shas = make_repo(tmp_path / "tree", ["10", "14.14"])
+    state_file = tmp_path / "state.json"
+    state_file.write_text(json.dumps({
+        "dir": str(tmp_path), "tree": str(tmp_path / "tree"),
+        "measurer": "counting_fake:measure", "runs": 5, "max_boots": 6,
+        "jobs": 2, "levels": {"good": [[10, 10.2, 9.8]],
+                              "bad": [[20, 20.4, 19.6]]},
+        "confidence": 0.95, "metric": "runtime"}))
+    git(tmp_path / "tree", "checkout", "-q", shas[1])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(bisect_fake, "_drawn", 0)
+    for k, v in counting(tmp_path, fail_at=2).items():
+        monkeypatch.setenv(k, v)
+    # half way between the levels: not decided on its first two boots
+    with pytest.raises(RuntimeError, match="stopped by the test"):
+        bisect.step(state_file)
+    journal = [json.loads(line) for line in
+               (tmp_path / bisect.MEASUREMENTS_LOG).read_text().splitlines()]
+    assert [(j["phase"], j["commit"], j["boots"]) for j in journal] \
+        == [("step", shas[1], 2)]
+    monkeypatch.delenv("FAIL_AT")
+    bisect.step(state_file)
+    record, = bisect.steps(tmp_path)
+    assert record["boots"][:2] == journal[0]["samples"]
+    asked = [c["requests"] for c in calls(tmp_path)]
+    # the first call is the stopped run's; the resumed asked for the rest
+    assert sum(n for req in asked for _, n in req) == len(record["boots"])
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """A bisect stopped at its third measurer call: (tmp dir, commits,
+    its directory)."""
+    tmp = tmp_path_factory.mktemp("stopped")
+    shas = make_repo(tmp / "tree", RESUME_VALUES)
+    rc, out, err = run_bisect(tmp / "tree", tmp / "res", shas[0], shas[-1],
+                              "--measurer", "counting_fake:measure",
+                              env=counting(tmp, fail_at=3))
+    assert rc != 0
+    return tmp, shas, bisect_dir(tmp / "res")
+
+
+def refused(*args: str, env=None) -> str:
+    """storm bisect ARGS refused: its one line."""
+    rc, out, err = storm_bisect(*args, env=env)
+    assert rc == 2, (rc, out, err)
+    line, = err.strip().splitlines()
+    assert line.startswith("storm bisect: cannot resume ")
+    return line
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--good", "REV1"], "--good {s1} is {s1}, the bisect's is {s0}"),
+    (["--bad", "REV7"], "--bad {s7} is {s7}, the bisect's is {s11}"),
+    (["--metric", "insn"], "--metric insn, the bisect's is auto"),
+    (["ipistorm", "numipi=200"], "ipistorm numipi=200, the bisect's is "
+     "ipistorm numipi=100"),
+    (["tlbstorm", "numipi=100"], "tlbstorm numipi=100, the bisect's is "
+     "ipistorm numipi=100"),
+    (["--runs", "7", "--no-insn"], "--runs 7, the bisect's is 5; --no-insn, "
+     "the bisect counts instructions"),
+], ids=["good", "bad", "metric", "params", "storm", "options"])
+def test_resume_refuses_contradicting_arguments(stopped, args, says):
+    tmp, shas, d = stopped
+    short = {f"s{k}": sha[:12] for k, sha in enumerate(shas)}
+    args = [shas[int(a[3:])][:12] if a.startswith("REV") else a
+            for a in args]
+    steps_before = (d / "steps.jsonl").read_text()
+    line = refused("--resume", str(d), *args, env=counting(tmp))
+    assert "the arguments given contradict the bisect's" in line
+    assert says.format(**short) in line, line
+    # nothing measured or written
+    assert (d / "steps.jsonl").read_text() == steps_before
+    assert len(calls(tmp)) == 2
+
+
+def test_resume_refuses_a_missing_or_unreadable_state(tmp_path):
+    line = refused("--resume", str(tmp_path / "nowhere"))
+    assert "nowhere/state.json does not exist" in line
+    (tmp_path / "state.json").write_text('{"dir": "x", "tree"')
+    line = refused("--resume", str(tmp_path))
+    assert "state.json is unreadable as a bisect's state" in line
+    (tmp_path / "state.json").write_text('["not", "a", "state"]')
+    assert "is unreadable" in refused("--resume", str(tmp_path))
+
+
+def test_resume_refuses_another_tree_a_running_or_finished_bisect(
+        stopped, tmp_path):
+    tmp, shas, d = stopped
+    other = tmp_path / "other"
+    make_repo(other, ["10", "20"])
+    line = refused("--resume", str(d), "--tree", str(other))
+    assert f"--tree {other} is a different tree from the bisect's, " \
+        f"{tmp / 'tree'}" in line
+    # a bisect still running in it (the lock its process holds)
+    with open(d / "bisect.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        line = refused("--resume", str(d))
+    assert f"a storm bisect is still running in {d}" in line
+    finished = tmp_path / "finished"
+    shutil.copytree(d, finished)
+    (finished / "summary.txt").write_text("first bad commit: ...\n")
+    assert "holds a finished bisect" in refused("--resume", str(finished))
+
+
+def test_resume_refuses_a_tree_whose_commits_are_gone(stopped, tmp_path):
+    """The tree rewritten since (a rebase, then git gc): the recorded
+    steps name commits it no longer has."""
+    tmp, shas, d = stopped
+    tree = tmp_path / "tree"
+    shutil.copytree(tmp / "tree", tree)
+    copy = tmp_path / "state"
+    shutil.copytree(d, copy)
+    state = json.loads((copy / "state.json").read_text())
+    state["user_tree"] = str(tree)
+    (copy / "state.json").write_text(json.dumps(state))
+    git(tree, "reset", "-q", "--hard", shas[5])
+    git(tree, "commit", "-q", "--amend", "-m", "rewritten")
+    git(tree, "reflog", "expire", "--expire=now", "--all")
+    git(tree, "gc", "-q", "--prune=now")
+    line = refused("--resume", str(copy))
+    assert f"{tree} no longer has the commits " in line
+    assert shas[-1][:12] in line and "cannot be replayed" in line
+
+
+def test_resume_dry_run_says_what_is_recorded(stopped):
+    tmp, shas, d = stopped
+    rc, out, err = storm_bisect("--resume", str(d), "--dry-run",
+                                env=counting(tmp))
+    assert rc == 0, err
+    assert f"resuming {d}: 1 step recorded (0 good, 0 bad, 1 skipped), " \
+        "2 measurements to reuse" in out
+    assert len(calls(tmp)) == 2
+
+
+def test_help_documents_resume():
+    rc, out, err = storm_bisect("--help")
+    assert rc == 0
+    assert "--resume STATE_DIR" in out
+    assert "storm bisect --resume results/bisect/" in " ".join(out.split())
+
+
+def test_resume_takes_a_longer_timeout(stopped):
+    """--timeout bounds a hung guest and may be what stopped the bisect:
+    a resume may raise it, where every other option must agree."""
+    tmp, shas, d = stopped
+    rc, out, err = storm_bisect("--resume", str(d), "--timeout", "3600",
+                                "--dry-run", env=counting(tmp))
+    assert rc == 0, err
+    assert f"resuming {d}: 1 step recorded" in out

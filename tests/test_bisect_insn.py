@@ -131,7 +131,8 @@ def aa_endpoints(rng, boot_sd: float) -> classify.Endpoints:
         return numbers[:k], numbers[k:]
     return classify.sample_endpoints(
         measure, log=reading.log_scale, first=3,
-        cap=bisect.ENDPOINT_MAX_BOOTS, confidence=0.95)
+        cap=bisect.ENDPOINT_MAX_BOOTS, confidence=0.95,
+        floor=lambda: reading.floor)
 
 
 @pytest.mark.parametrize("boot_sd,trials", [(0.001, 200), (0.002, 400),
@@ -165,3 +166,59 @@ def test_runs_as_samples_would_start_it():
             [x for v in g for x in v], [x for v in b for x in v],
             log=True)[0]
     assert started > 25, started
+
+
+def plain_endpoints(rng, boot_sd: float, change: float,
+                    floor: float) -> classify.Endpoints:
+    """storm bisect's endpoint rounds at its defaults on boot numbers of
+    instructions per call: good at INSN, bad `change` (a fraction) above,
+    each boot's level off by boot_sd; the floor in percent."""
+    have: dict[str, list[float]] = {"good": [], "bad": []}
+
+    def measure(n: int, round_: int):
+        for side, level in (("good", INSN), ("bad", INSN * (1 + change))):
+            have[side] += list(level * (1 + rng.normal(0, boot_sd, n)))
+        return list(have["good"]), list(have["bad"])
+    return classify.sample_endpoints(
+        measure, log=True, first=3, cap=bisect.ENDPOINT_MAX_BOOTS,
+        confidence=0.95, floor=lambda: floor)
+
+
+@pytest.mark.parametrize("boot_sd,boots", [(0.0002, 4), (0.0005, 12)])
+def test_same_kernel_endpoints_stop_once_closer_than_the_floor(boot_sd,
+                                                               boots):
+    """Instructions a boot vary by about 0.02-0.1% between boots of one
+    kernel (docs/insn.md): an A/A bisect is refused once the endpoints'
+    interval lies inside +-0.1% (what the verdicts never call), in a
+    median of `boots` boots a side or fewer instead of the cap's 20, and
+    never starts more often than 5% of the time."""
+    rng = np.random.default_rng(int(boot_sd * 1e5))
+    trials = 200
+    found = [plain_endpoints(rng, boot_sd, 0.0, 0.1) for _ in range(trials)]
+    started = sum(f.differ for f in found)
+    assert sst.binomtest(trials - started, trials, 0.95,
+                         alternative="less").pvalue > 0.01, started
+    stopped = [f for f in found if f.within is not None]
+    assert len(stopped) > 0.9 * trials
+    assert all(-0.1 < f.within[0] and f.within[1] < 0.1 for f in stopped)
+    assert np.median([len(f.good) for f in stopped]) <= boots
+
+
+@pytest.mark.parametrize("boot_sd", [0.0005, 0.001, 0.002])
+def test_a_change_at_the_floor_is_not_taken_for_no_change(boot_sd):
+    """The equivalence stop's own error: endpoints a floor apart (+0.1%)
+    are shown closer than the floor in at most 5% of bisects, whatever
+    the boots' spread (one-sided binomial test at the 1% level)."""
+    rng = np.random.default_rng(int(boot_sd * 1e5))
+    trials = 200
+    wrong = sum(plain_endpoints(rng, boot_sd, 0.001, 0.1).within is not None
+                for _ in range(trials))
+    assert sst.binomtest(wrong, trials, 0.05,
+                         alternative="greater").pvalue > 0.01, wrong
+
+
+def test_no_floor_no_equivalence_stop():
+    """Time and counts keep their floor; a floor of 0 never stops."""
+    rng = np.random.default_rng(4)
+    f = plain_endpoints(rng, 0.0005, 0.0, 0.0)
+    assert f.within is None and len(f.good) == bisect.ENDPOINT_MAX_BOOTS

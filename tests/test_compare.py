@@ -223,17 +223,108 @@ def test_table():
     assert "->" in ipis and "[" in ipis and "5+5 boots x 1 runs" in ipis
     row = next(x for x in lines if x.startswith("Amean ipistorm.irq.CPU1.CAL"))
     assert row.rstrip().endswith("*")
-    assert "(CV" in row and "%" in row
+    assert next(x for x in lines if "ipistorm.runtime_ns" in x) \
+        .startswith("Gmean")
+    assert "± " in row and "%" in row
     assert next(x for x in lines if "ipistorm.calls_per_sec" in x) \
         .startswith("(der)")
-    assert "Welch's t-test" in table and "95% confidence" in table
-    assert "below 10 counts" in table and "graphical multiple test" in table
     assert "taken under emulation (TCG)" in table
+    # one line of legend; --explain gives all of it
+    assert "--explain" in table and "Welch's t-test" not in table
+    full = compare.render(cmp, explain=True)
+    assert len(full.splitlines()) > len(lines) + 3
+    full = " ".join(full.split())       # its paragraphs, unwrapped
+    assert "Welch's t-test" in full and "95% confidence" in full
+    assert "below 10 counts" in full and "graphical multiple test" in full
     # rows with tiny counts everywhere are hidden, --all shows them
     hidden = [r for r in cmp.rows if not r.shown]
     assert hidden and f"{len(hidden)} interrupt rows" in table
     full = compare.render(cmp, show_all=True)
-    assert len(full.splitlines()) == len(lines) + len(hidden) - 1
+
+    def named(text: str) -> int:
+        return len([x for x in text.splitlines()
+                    if x.startswith(("Amean ", "Gmean ", "(der) "))])
+    assert named(full) == named(table) + len(hidden)
+    assert f"{len(hidden)} interrupt rows" not in full
+
+
+MATRIX = REPO / "tests" / "data" / "boots" / "matrix-6.1-6.12"
+
+
+def matrix_fixture() -> verdict.Comparison:
+    """The committed 6.1-vs-6.12 boots, 3+3 x 5 (docs/measured.md)."""
+    return verdict.build([runs.load_series(d) for d in (
+        next((MATRIX / "6.1.0-56-amd64").iterdir()),
+        next((MATRIX / "6.12.117+deb12-amd64").iterdir()))])
+
+
+def test_the_matrix_fixture_fits_in_100_columns_and_agrees_with_itself():
+    """Issue 47: every line of compare's output fits in 100 columns, and
+    no row's numbers contradict its %: the columns are the means of the
+    per-boot numbers the test compares, the % the test's change."""
+    cmp = matrix_fixture()
+    for text in (compare.render(cmp), compare.render(cmp, explain=True),
+                 compare.render(cmp, show_all=True)):
+        too_long = [x for x in text.splitlines() if len(x) > compare.WIDTH]
+        assert not too_long, too_long
+    lines = compare.render(cmp).splitlines()
+    rows = {r.metric.name: r for r in cmp.rows}
+    checked = 0
+    for line in lines:
+        words = line.split()
+        if len(words) < 2 or words[1] not in rows:
+            continue
+        r = rows[words[1]]
+        shown = [compare.fmt_value(compare.centre(r, i), r.metric,
+                                   compare.centre(r, 0)) for i in (0, 1)]
+        assert shown[0] in line and shown[1] in line, (line, shown)
+        # the centre of the per-boot numbers: a geometric mean where the
+        # test is on the log scale (times), else arithmetic
+        boots = r.boots[0]
+        assert compare.centre(r, 0) == pytest.approx(
+            math.exp(sum(map(math.log, boots)) / len(boots))
+            if words[0] == "Gmean" or (words[0] == "(der)"
+                                       and r.log_scale)
+            else sum(boots) / len(boots))
+        # the sides' numbers differ by the change the row states
+        a, b = compare.centre(r, 0), compare.centre(r, 1)
+        assert 100 * (b - a) / a == pytest.approx(r.changes[1].pct,
+                                                  abs=1e-6), line
+        checked += 1
+    assert checked == len([r for r in cmp.rows if r.shown])
+    # the verdict line's numbers are the table's
+    time = rows["ipistorm.time_per_call_ns"]
+    verdict_line = next(x for x in lines if x.startswith("time per call"))
+    assert verdict_line.startswith(
+        f"time per call  {compare.fmt_value(compare.centre(time, 0), time.metric)}"
+        f" -> {compare.fmt_value(compare.centre(time, 1), time.metric)}   -2")
+
+
+def test_metrics_filters_the_rows():
+    cmp = matrix_fixture()
+    text = compare.render(cmp, metrics_re="CAL")
+    table = [x for x in text.splitlines()
+             if x.startswith(("Amean", "Gmean", "(der)"))]
+    assert table and all("CAL" in x for x in table)
+    assert "rows not matching --metrics 'CAL' not shown" in text
+    # the verdict is the verdict, whatever the rows shown
+    assert "time per call" in text
+    none = compare.render(cmp, metrics_re="no-such-row")
+    assert "no row matches --metrics 'no-such-row'" in none
+    proc = subprocess.run(
+        [str(REPO / "scripts" / "storm"), "compare", "--metrics", "latency",
+         "--explain", str(MATRIX / "6.1.0-56-amd64"),
+         str(MATRIX / "6.12.117+deb12-amd64")], capture_output=True,
+        text=True)
+    assert proc.returncode == 0, proc.stderr
+    table = [x for x in proc.stdout.splitlines()
+             if x.startswith(("Amean", "Gmean", "(der)"))]
+    assert len(table) == 4 and all("latency" in x for x in table)
+    assert "Welch's t-test" in proc.stdout
+    bad = subprocess.run(
+        [str(REPO / "scripts" / "storm"), "compare", "--metrics", "(",
+         "a", "b"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--metrics" in bad.stderr
 
 
 def test_tiny_counts_are_marked_not_changed():
@@ -327,6 +418,32 @@ def test_outputs_written(tmp_path):
     assert names == [f"{stem}.json", f"{stem}.png", f"{stem}.txt"]
     assert (tmp_path / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     json.loads((tmp_path / f"{stem}.json").read_text())
+
+
+def test_plot_draws_the_primary_metrics_per_boot_with_intervals(tmp_path):
+    """Issue 47: the plot shows what the verdict tests, the primary
+    metrics' per-boot numbers, each set's mean and its interval."""
+    from scipy import stats as sst
+    from stormsuite import plot
+    cmp = matrix_fixture()
+    drawn = plot.panels(cmp)
+    assert [r.metric.name for r, _ in drawn] == [
+        "ipistorm.time_per_call_ns", "ipistorm.ipis_per_call"]
+    time, sides = drawn[0]
+    for i, (boots, (c, lo, hi)) in enumerate(sides):
+        assert boots == time.boots[i] and len(boots) == 3
+        # the centre compare prints; the t interval on the log scale
+        assert c == pytest.approx(compare.centre(time, i))
+        logs = [math.log(x) for x in boots]
+        half = sst.t.ppf(0.975, 2) * stats.stddev(logs) / math.sqrt(3)
+        assert lo == pytest.approx(c * math.exp(-half))
+        assert hi == pytest.approx(c * math.exp(half))
+    c, lo, hi = plot.interval([5.0], False, 0.95)
+    assert c == 5 and math.isnan(lo) and math.isnan(hi)
+    assert plot.interval([1.0, 3.0], False, 0.95)[0] == 2
+    png = tmp_path / "p.png"
+    plot.plot(cmp, png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def copy_series(key: str, dest: pathlib.Path) -> pathlib.Path:
@@ -666,9 +783,9 @@ def test_a_busy_host_is_reported(tmp_path):
 
 def test_report_styles():
     """storm report on the captured 6.12 runs, HLT idle against idle=poll:
-    the 0-day table and the mmtests blocks carry compare's numbers (the
-    per-boot means, its estimate and marker), its verdict lines and its
-    warnings."""
+    the 0-day table and the mmtests table carry compare's numbers (the
+    means of the per-boot numbers, its estimate and marker), its verdict
+    lines and its warnings."""
     from stormsuite import report
     cmp = verdict.build([booted("base"), booted("poll")])
     rows = {r.metric.name: r for r in cmp.rows}
@@ -679,34 +796,64 @@ def test_report_styles():
     assert lines[0] == ("ipistorm  cpulist=0 delay=50 numipi=500 offset=1 "
                         "single=1 wait=1")
     # compare's verdict lines, as compare prints them
-    for v in compare.verdict_lines(cmp):
+    for v in compare.verdict_block(cmp):
         assert v in lines
     assert any(x.strip() == "%stddev     %change         %stddev"
                for x in lines)
     line = next(x for x in lines if x.endswith("ipistorm.time_per_call_ns"))
     assert f"{time.changes[1].pct:+.2f}%" in line
-    assert f"{time.boot_summaries[0].amean:.0f}" in line
-    assert f"{time.boot_summaries[1].amean:.0f}" in line
+    assert f"{compare.centre(time, 0):.0f}" in line
+    assert f"{compare.centre(time, 1):.0f}" in line
     # the IPIs drop with idle=poll: compare's change, marked
     line = next(x for x in lines if x.endswith("ipistorm.ipis_per_call"))
     assert ipis.changes[1].significant
     assert f"{ipis.changes[1].pct:+.2f}% *" in line
     # and compare's warnings
+    flat = " ".join(text.split())
     for w in cmp.warnings:
-        assert f"warning: {w}" in lines
+        assert f"warning: {' '.join(w.split())}" in flat
     assert any("emulation" in w for w in cmp.warnings)
+    assert max(len(x) for x in lines) <= compare.WIDTH
+
+
+def test_report_mmtests_is_compare_kernels_layout():
+    """mmtests' compare-kernels: the kernel names split at their first
+    '-' over two header lines, a column of 23 per kernel (%12.2f and
+    ' (%7.2f%%)', or ' *%7.2f%%*' for a change), stat and name first,
+    the comparison positive when better; CoeffVar rows after the means."""
+    from stormsuite import report
+    cmp = verdict.build([booted("base"), booted("poll")])
+    rows = {r.metric.name: r for r in cmp.rows}
+    time = rows["ipistorm.time_per_call_ns"]
+    ipis = rows["ipistorm.ipis_per_call"]
     mm = report.mmtests(cmp)
-    assert "Units         : Normalized time per call" in mm
-    assert "Interpretation: Lower is better" in mm
-    assert "Statistic     : AMean over boots of the fastest of its runs" in mm
-    base_line = next(x for x in mm.splitlines()
-                     if x.startswith(L["base"]))
-    assert "1.00 [  0.00]" in base_line
-    poll_line = next(x for x in mm.splitlines() if x.startswith(L["poll"]))
+    lines = mm.splitlines()
+    assert compare.verdict_block(cmp)[0] in lines
+    head = lines.index("") + len(compare.verdict_block(cmp)) + 2
+    first, second = lines[head], lines[head + 1]
+    assert first.rstrip().endswith("6.12.117+deb12" + " " * 9 + "6.12.117+deb12")
+    assert second.rstrip().endswith("amd64" + " " * 8 + "amd64_idle=poll")
+    line = next(x for x in lines
+                if x.startswith("Gmean    ipistorm.time_per_call_ns "))
     pct = time.changes[1].pct
-    assert f"{1 + pct / 100:6.2f} [{-pct:6.2f}]" in poll_line
-    assert compare.verdict_lines(cmp)[0] in mm
-    assert f"warning: {cmp.warnings[-1]}" in mm
+    cells = line[len("Gmean    ipistorm.time_per_call_ns "):].lstrip(" ")
+    base = f"{compare.centre(time, 0):.2f} (   0.00%)"
+    assert cells.startswith(base)
+    mark = "*" if time.changes[1].significant else None
+    cell = f"{compare.centre(time, 1):12.2f} " + (
+        f"*{-pct:7.2f}%*" if mark else f"({-pct:7.2f}%)")
+    assert line.endswith(cell), (line, cell)
+    # fewer IPIs is better: a positive comparison, between stars
+    line = next(x for x in lines
+                if x.startswith("Amean    ipistorm.ipis_per_call "))
+    assert line.endswith(f"{compare.centre(ipis, 1):12.2f} "
+                         f"*{-ipis.changes[1].pct:7.2f}%*")
+    assert any(x.startswith("CoeffVar ipistorm.ipis_per_call ")
+               for x in lines)
+    assert report._mm_head("5.10.0-rc1-vanilla") == ("5.10.0-rc1", "vanilla")
+    assert report._mm_head("6.1.0-56-amd64") == ("6.1.0", "56-amd64")
+    assert report._mm_head("base") == ("base", "")
+    assert "warning: " in mm
 
 
 @pytest.mark.parametrize("style", ["0day", "mmtests"])
@@ -722,7 +869,14 @@ def test_report_command_runs_on_the_matrix_fixture(style, capsys):
     assert rc == 0
     assert "ipistorm.ipis_per_call" in out or "IPIs per call" in out
     assert ("%stddev" in out) == (style == "0day")
-    assert ("Interpretation" in out) == (style == "mmtests")
+    assert ("CoeffVar" in out) == (style == "mmtests")
+    assert max(len(x) for x in out.splitlines()) <= compare.WIDTH
+    rc = report.main(["--style", style, "--metrics", "ipis_per",
+                      str(data / "6.1.0-56-amd64"),
+                      str(data / "6.12.117+deb12-amd64")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "ipistorm.ipis_per_call" in out
+    assert "ipistorm.time_per_call_ns " not in out
 
 
 def test_report_of_one_boot_a_side_says_so():
@@ -799,3 +953,37 @@ def test_matrix_vary_needs_two_values():
         matrix.parse_vary("handler_ns")
     assert matrix.parse_vary("handler_ns=0,250") == ("handler_ns",
                                                      ["0", "250"])
+
+
+def test_a_boots_number_is_its_fastest_run_only_under_emulation(tmp_path):
+    """Under TCG noise only slows a run down (the fastest run is the
+    primary time's per-boot number, its median the twin row); on KVM or
+    hardware that is not shown, and the median run is the number, the
+    fastest the twin."""
+    def time_rows(cmp):
+        return {r.metric.name: r for r in cmp.rows
+                if r.metric.name.startswith("ipistorm.time_per_call_ns")}
+    tcg = time_rows(matrix_fixture())
+    assert tcg["ipistorm.time_per_call_ns"].summary == "min"
+    assert tcg["ipistorm.time_per_call_ns.median_of_runs"].summary == "median"
+    assert "ipistorm.time_per_call_ns.fastest_of_runs" not in tcg
+    sides = []
+    for kernel in ("6.1.0-56-amd64", "6.12.117+deb12-amd64"):
+        src = next((MATRIX / kernel).iterdir())
+        d = tmp_path / kernel / src.name
+        shutil.copytree(src, d)
+        edit_runs(d, lambda doc: doc["env"].update(virtualization="kvm"))
+        sides.append(runs.load_series(d))
+    kvm = time_rows(verdict.build(sides))
+    primary = kvm["ipistorm.time_per_call_ns"]
+    twin = kvm["ipistorm.time_per_call_ns.fastest_of_runs"]
+    assert primary.summary == "median" and twin.summary == "min"
+    assert primary.metric.primary and not twin.metric.primary
+    assert "ipistorm.time_per_call_ns.median_of_runs" not in kvm
+    for side in range(2):
+        groups = primary.run_groups[side]
+        assert primary.boots[side] == [stats.boot_summary(g, "median")
+                                       for g in groups]
+        assert twin.boots[side] == [min(g) for g in groups]
+        # the TCG verdict's numbers are the fastest runs of the same boots
+        assert tcg["ipistorm.time_per_call_ns"].boots[side] == twin.boots[side]

@@ -153,9 +153,11 @@ def test_synopsis_lists_every_option(example):
     ok, _ = accepted(words)
     given = set(flags(words))
     if "[compare options]" in example.text:
-        # the statistics options compare, matrix, ab and report share
+        # the statistics and view options compare, matrix, ab and report
+        # share
         stat = argparse.ArgumentParser(add_help=False)
         compare.add_stat_options(stat)
+        compare.add_view_options(stat)
         given |= set(stat._option_string_actions)
     # one spelling of an option is enough (-j or --jobs); --help goes
     # without saying
@@ -303,7 +305,7 @@ def test_help_states_the_defaults_used(words):
 
 def help_examples() -> list[tuple[str, list[str]]]:
     """The example commands of the Python subcommands' help (their
-    epilogs, `;`-separated) and of storm run's usage text."""
+    epilogs, `;`-separated, a storm command ending at a shell `&&`) and of storm run's usage text."""
     texts = []
     for name in cli.SUBCOMMANDS:
         if name not in ("kernel", "seed"):
@@ -313,7 +315,7 @@ def help_examples() -> list[tuple[str, list[str]]]:
     texts.append(("run", run_usage.partition("examples:")[2]))
     out = []
     for name, text in texts:
-        for m in re.finditer(r"(?:scripts/)?storm [a-z]+[^;\n]*", text):
+        for m in re.finditer(r"(?:scripts/)?storm [a-z]+[^;\n&]*", text):
             words = m.group(0).split()[1:]
             if words[0] in SUBCOMMANDS:
                 out.append((name, words))

@@ -8,7 +8,12 @@ and read from calibrations measured on simulated A/A boots."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import itertools
+import pathlib
+import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -27,6 +32,7 @@ SENDER, TARGET = 200.0, 1090.0      # instructions a call, without ticks
 # kcompactd wakes there (traced: 5 windows of 14, each of them 0.05-0.1%
 # above the rest). Modelled as a share of the runs that get up to 0.4%.
 OTHER_WORK_SHARE, OTHER_WORK = 0.3, 4e-3
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def run_doc(rng, level: float, slow: float, offset: float, label: str,
@@ -410,3 +416,24 @@ def test_calibrate_takes_each_storm_on_its_own(capsys):
     assert [line.split(":")[0] for line in out] == \
         ["ipistorm on 6.1", "ipistorm on 6.1", "tlbstorm on 6.1"], out
     assert bootmodel.CALIBRATIONS.read_text() == before
+
+
+def test_the_in_guest_check_shuffles_its_sets():
+    """check-insn.sh runs its sets in a new random order every round, so
+    that no set is always the last: its shuffled_sets, run by the guest's
+    sh and awk (mawk on Debian) 120 times, gives each of the six orders
+    about equally often: none more than 40 times (20 expected; more by
+    chance: under 1e-5), as a seed that awk clamps would."""
+    script = (REPO / "tests" / "guest" / "check-insn.sh").read_text()
+    func = re.search(r"^shuffled_sets\(\) \{\n.*?^\}\n", script,
+                     re.M | re.S)
+    assert func, "check-insn.sh has no shuffled_sets"
+    orders = subprocess.run(
+        ["sh", "-c", func.group(0) + 'for i in $(seq 120); do '
+         'shuffled_sets | tr "\\n" " "; echo; done'],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(orders) == 120
+    counts = collections.Counter(o.strip() for o in orders)
+    assert set(counts) <= {" ".join(p) for p in
+                           itertools.permutations(("a0", "b0", "c3"))}
+    assert max(counts.values()) <= 40, counts

@@ -1,6 +1,7 @@
 """stormsuite.result: the modules' "name: value" result files."""
 
 import json
+import re
 import pathlib
 
 import pytest
@@ -162,4 +163,34 @@ def test_show_reads_a_run_file(capsys):
     assert out.startswith(f"{doc['storm']} on {doc['result']['kernel']}: ")
     assert f"cpu 0 -> {doc['result']['sender.0.target']}: {calls} calls" \
         in out
-    assert show.load(run) == {k: str(v) for k, v in doc["result"].items()}
+    res, loaded = show.load(run)
+    assert res == {k: str(v) for k, v in doc["result"].items()}
+    assert loaded["result"] == doc["result"]
+
+
+def test_show_gives_a_run_files_instructions_per_operation(capsys):
+    """A guest with the instruction counter: storm show prints the
+    instructions per call on sender and target, as compare reads them
+    (sender + target = together)."""
+    run = sorted((DATA / "boots" / "insn-aa" / "6.1.0-56-amd64.a")
+                 .rglob("run-*.json"))[0]
+    doc = json.loads(run.read_text())
+    assert show.main([str(run)]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    m = re.fullmatch(r"  instructions per call: sender ([\d,.]+), target "
+                     r"([\d,.]+), together ([\d,.]+)  \(tcg-plugin: exact "
+                     r"per vCPU\)", line)
+    assert m, line
+    sender, target, together = (float(x.replace(",", "")) for x in m.groups())
+    assert together == pytest.approx(sender + target, abs=0.11)
+    cpu = doc["insn"]["cpu"]
+    calls = int(doc["result"]["sender.0.calls"])
+    # the sender's CPU 0 ran at least its calls' share
+    assert sender < int(cpu["0"]) / calls
+
+
+def test_show_of_a_result_file_has_no_instruction_line(capsys):
+    res = next((DATA / "runs").rglob("run-*.json"))
+    doc = json.loads(res.read_text())
+    doc.pop("insn", None)
+    assert "instructions per" not in show.insn_line(doc)

@@ -225,12 +225,15 @@ REFUSED = {
 }
 
 
+# the modules' own checks: in the first kernel's full boot only
+# (conftest's ONCE_KERNELS), as the fuzz below
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_refused_with_reason(guest, name):
-    assert_refused(guest.case(name), REFUSED[name])
+def test_refused_with_reason(guest_once, name):
+    assert_refused(guest_once.case(name), REFUSED[name])
 
 
-def test_fuzzed_loads_are_refused_with_reason_or_end_cleanly(guest):
+def test_fuzzed_loads_are_refused_with_reason_or_end_cleanly(guest_once):
+    guest = guest_once
     figures = json.loads((guest.out / "fuzz.json").read_text())
     log = (guest.out / "fuzz.log").read_text()
     assert figures["problems"] == [], log[-3000:]

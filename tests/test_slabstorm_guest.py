@@ -171,12 +171,14 @@ def assert_interrupts_no_other_cpu(res: dict, phase: str) -> None:
         n = int(res[f"phase.{phase}.count"])
         assert min(ipis[c] for c in (1, 2, 3)) < n / 2, ipis
     elif phase == "destroy" and destroy_waits_for_rcu(res):
-        # the barrier's own: at most its callback's entrain and one
-        # wakeup per CPU and destroy (one to each CPU per destroy, as seed
-        # 002's kick, would be on top of that)
+        # the barrier's own: one IPI a CPU and destroy on every CPU, and
+        # more on one of them (7.3, 1000 destroys: 1000-1009 on three
+        # CPUs, 2035 in one run and 3011 in another on the fourth); one
+        # to each CPU per destroy, as seed 002's kick, would put every
+        # CPU at 2n or more: the least interrupted CPU tells them apart
         ipis = phase_ipis(res, phase)
         n = int(res[f"phase.{phase}.count"])
-        assert all(ipis[c] <= 2 * n for c in CPUS), ipis
+        assert min(ipis[c] for c in CPUS) < 1.5 * n, ipis
     else:
         assert milli(res, phase) < 500, res[f"phase.{phase}.ipis_per_op"]
 
@@ -452,9 +454,12 @@ BAD = {
 }
 
 
+# the module's own checks, the same C on every kernel (the kernel's
+# parsers are refused on every kernel by test_ipistorm_guest.py): in the
+# first kernel's full boot only (conftest's ONCE_KERNELS)
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_parameter_is_refused_with_reason(guest, name):
-    case = guest.case(name)
+def test_bad_parameter_is_refused_with_reason(guest_once, name):
+    case = guest_once.case(name)
     assert_refused(case, BAD[name])
     # one line: the reason, nothing of a run
     lines = [line for line in case.dmesg.splitlines() if "slabstorm: " in line
@@ -462,12 +467,20 @@ def test_bad_parameter_is_refused_with_reason(guest, name):
     assert len(lines) == 1, lines
 
 
-@pytest.mark.parametrize("name", sorted(SLAB_CASES) + sorted(BAD))
-def test_no_cache_outlives_a_case(guest, name):
-    case = guest.case(name)
+def no_cache_outlives(case):
     before, after = slabs(case, "slabs.before"), slabs(case, "slabs.after")
     assert not [s for s in after if s.startswith("slabstorm")], after
     assert after == before, sorted(set(after) ^ set(before))
+
+
+@pytest.mark.parametrize("name", sorted(SLAB_CASES))
+def test_no_cache_outlives_a_case(guest, name):
+    no_cache_outlives(guest.case(name))
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_no_cache_outlives_a_refusal(guest_once, name):
+    no_cache_outlives(guest_once.case(name))
 
 
 def test_a_cache_of_the_storm_shows_in_the_slab_list(guest):

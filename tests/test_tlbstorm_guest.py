@@ -380,9 +380,11 @@ BAD = {
 }
 
 
+# the module's own checks, the same C on every kernel: in the first
+# kernel's full boot only (conftest's ONCE_KERNELS)
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_parameter_is_refused_with_reason(guest, name):
-    case = guest.case(name)
+def test_bad_parameter_is_refused_with_reason(guest_once, name):
+    case = guest_once.case(name)
     assert_refused(case, BAD[name])
     reasons = [line for line in case.dmesg.splitlines()
                if BAD[name] in line]

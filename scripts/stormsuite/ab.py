@@ -56,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
                    "kernel's series directory)")
     options.add_guest_options(p, "kernel")
     compare.add_stat_options(p)
+    compare.add_view_options(p)
     options.add_storm_arguments(p)
     return p
 

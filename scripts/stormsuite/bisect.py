@@ -23,6 +23,16 @@ time, the median run for other times, the mean for counts).
    where it was (git bisect reset). Everything (state, every step, every
    run file, git's bisect log) is kept under results/bisect/<tree>-<time>/.
 
+    storm bisect --resume STATE_DIR [OPTIONS]
+
+carries on a bisect that was stopped (Ctrl-C, a reboot, a killed
+driver) in its own directory: the arguments come from STATE_DIR/state.json
+(any given must agree with them), the steps recorded in steps.jsonl are
+replayed into a fresh git bisect (git then picks the commit the stopped
+one would have tested next), and every measurement in measurements.jsonl
+(the endpoints' rounds, a step's first boots, the parent check) is
+answered from there instead of being built and booted again.
+
 Measuring is one function, `measure(state, requests)`: for each (sha,
 boots) request, build and boot it, and return its per-boot samples and run
 files; --measurer MODULE:FUNCTION replaces it (the tests drive real git
@@ -34,10 +44,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import importlib
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import time
@@ -176,6 +188,70 @@ def load_measurer(spec: str) -> Callable[..., list[Measured]]:
     return getattr(importlib.import_module(module), func)
 
 
+MEASUREMENTS_LOG = "measurements.jsonl"
+Measurer = Callable[[BisectState, list[Request]], list[Measured]]
+
+
+def measurer_for(state: BisectState, phase: str) -> Measurer:
+    """state.measurer through the bisect's journal, measurements.jsonl:
+    every measurement is appended there as soon as it returns, and a
+    request the journal already answers (the same phase, commit and
+    number of boots, in the order they were asked) is answered from it
+    instead of being measured again. steps.jsonl has a step only once it
+    is decided; the journal also has the rounds of a step or of the
+    endpoints that a stopped bisect left unfinished, which is what lets
+    --resume reuse every boot. phase: "endpoints", "step" or "check"
+    (the check measures the first bad commit and its parent again, on
+    purpose: their step boots must not answer it)."""
+    measurer = load_measurer(state.measurer)
+    path = pathlib.Path(state.dir) / MEASUREMENTS_LOG
+    recorded: dict[str, list[dict[str, Any]]] = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue        # a line cut short by the stop: measure it
+            if d.get("phase") == phase:
+                recorded.setdefault(d["commit"], []).append(d)
+
+    def measure(st: BisectState, requests: list[Request]) -> list[Measured]:
+        out: list[Measured | None] = []
+        todo = []
+        for i, (sha, n) in enumerate(requests):
+            queue = recorded.get(sha, [])
+            if queue and queue[0]["boots"] == n:
+                d = queue.pop(0)
+                print(f"storm bisect: {short(sha)}: {n} boots measured "
+                      f"before the stop, reused ({MEASUREMENTS_LOG})",
+                      file=sys.stderr, flush=True)
+                # what the measurer's run files taught the reading
+                # (bisect_state.Reading.samples) before the stop
+                st.reading.name, st.reading.kind, st.reading.summary = \
+                    d.get("metric") or (st.reading.name, st.reading.kind,
+                                        st.reading.summary)
+                out.append((d["samples"], d["files"]))
+            else:
+                # asked otherwise than before: measure from here on
+                recorded.pop(sha, None)
+                out.append(None)
+                todo.append(i)
+        if todo:
+            got = measurer(st, [requests[i] for i in todo])
+            with open(path, "a") as f:
+                for i, (samples, files) in zip(todo, got):
+                    sha, n = requests[i]
+                    f.write(json.dumps({
+                        "phase": phase, "commit": sha, "boots": n,
+                        "samples": samples, "files": files,
+                        "metric": [st.reading.name, st.reading.kind,
+                                   st.reading.summary]}) + "\n")
+                    out[i] = (samples, files)
+        return [m for m in out if m is not None]
+
+    return measure
+
+
 # ---------------------------------------------------------------- state
 
 def steps(state_dir: pathlib.Path) -> list[dict[str, Any]]:
@@ -193,8 +269,8 @@ def step(state_file: pathlib.Path) -> int:
     state = BisectState.load(state_file)
     reading = state.reading
     tree = pathlib.Path(state.tree)
-    sha = git(tree, "rev-parse", "HEAD")
-    measurer = load_measurer(state.measurer)
+    sha = commit_under_test(tree)
+    measurer = measurer_for(state, "step")
     record: dict[str, Any] = {"commit": sha, "subject": subject(tree, sha),
                               "boots": [], "files": []}
     started = time.monotonic()
@@ -267,8 +343,9 @@ def measure_endpoints(state: BisectState, tree: pathlib.Path) -> bool:
     """Boot both endpoints, interleaved, until their difference is clear
     or the cap (classify.sample_endpoints); whether they differ. The
     state learns their levels, run files and, for instructions, the
-    ticks' slope within their boots."""
-    measurer = load_measurer(state.measurer)
+    ticks' slope within their boots. Resumed, the rounds come back from
+    the journal (measurer_for) and the same rounds decide the same."""
+    measurer = measurer_for(state, "endpoints")
     reading = state.reading
     good, bad = state.good, state.bad
     samples: dict[str, list[list[float]]] = {"good": [], "bad": []}
@@ -304,12 +381,20 @@ def measure_endpoints(state: BisectState, tree: pathlib.Path) -> bool:
 
     found = classify.sample_endpoints(
         measure, log=reading.log_scale, first=state.boots,
-        cap=state.endpoint_max_boots, confidence=state.confidence)
+        cap=state.endpoint_max_boots, confidence=state.confidence,
+        floor=lambda: reading.floor)
     state.levels = {"good": [found.good], "bad": [found.bad]}
     state.good_files, state.bad_files = files["good"], files["bad"]
     state.endpoints_p = found.p
+    state.endpoints_within = None if found.within is None \
+        else [*found.within, 1 - 2 * found.alpha]
+    # a resumed bisect whose endpoints were done has them in steps.jsonl
+    logged = {s["endpoint"] for s in steps(pathlib.Path(state.dir))
+              if "endpoint" in s}
     for which, sha, b in (("good", good, found.good),
                           ("bad", bad, found.bad)):
+        if which in logged:
+            continue
         state.log_step({"commit": sha, "subject": subject(tree, sha),
                         "endpoint": which, "boot_summaries": b,
                         "files": files[which]})
@@ -338,7 +423,7 @@ def confirm(state: BisectState, tree: pathlib.Path, first_bad: str,
     print(f"storm bisect: measuring {short(first_bad)} against its parent "
           f"{short(parent)} again ({state.boots} boots each)",
           file=sys.stderr, flush=True)
-    measurer = load_measurer(state.measurer)
+    measurer = measurer_for(state, "check")
     try:
         (p_s, p_f), (b_s, b_f) = measurer(
             state, [(parent, state.boots), (first_bad, state.boots)])
@@ -392,14 +477,27 @@ def parser() -> argparse.ArgumentParser:
         "bad commit against its parent again and prints both with the "
         "change and its interval. Skips commits that fail to build or "
         "boot. Leaves the tree on the branch it was on; logs everything "
-        "under results/bisect/.",
+        "under results/bisect/. --resume carries on a bisect that was "
+        "stopped, from its directory there.",
         epilog="example: storm bisect --tree ~/linux --good v6.1 --bad HEAD "
-        "ipistorm numipi=2000 single=1 wait=1 cpulist=0 offset=1 latency=0")
-    p.add_argument("--tree", type=pathlib.Path, required=True,
-                   help="the kernel git work tree (must be clean)")
-    p.add_argument("--good", required=True, help="a revision without the "
-                   "change")
-    p.add_argument("--bad", required=True, help="a revision with it")
+        "ipistorm numipi=2000 single=1 wait=1 cpulist=0 offset=1 latency=0; "
+        "after a Ctrl-C or a reboot: storm bisect --resume "
+        "results/bisect/linux-20250101T120000Z")
+    # --tree, --good, --bad and the storm are required unless --resume
+    # (main checks): a resumed bisect takes them from its state.json
+    p.add_argument("--tree", type=pathlib.Path,
+                   help="the kernel git work tree (left as it is: the "
+                   "bisect runs in a worktree of it)")
+    p.add_argument("--good", help="a revision without the change")
+    p.add_argument("--bad", help="a revision with it")
+    p.add_argument("--resume", type=pathlib.Path, metavar="STATE_DIR",
+                   help="carry on the stopped bisect whose directory "
+                   "(results/bisect/<tree>-<time>/, with its state.json) "
+                   "this is, writing into it: its recorded steps are "
+                   "replayed and its endpoint, step and check boots are "
+                   "reused, not booted again. Every other argument is "
+                   "taken from its state.json; one given must agree with "
+                   "it (refused otherwise)")
     options.add_guest_options(p, "endpoint, first", boots=3,
                               runs_=DEFAULT_RUNS)
     p.add_argument("--max-boots", type=int, default=MAX_BOOTS,
@@ -427,7 +525,10 @@ def parser() -> argparse.ArgumentParser:
                    help="config fragment for every build (repeatable)")
     p.add_argument("--measurer", default=DEFAULT_MEASURER,
                    help=argparse.SUPPRESS)
-    options.add_storm_arguments(p)
+    # options.add_storm_arguments's two, the storm optional for --resume
+    p.add_argument("storm", nargs="?",
+                   help="ipistorm, tlbstorm or slabstorm")
+    p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     return p
 
 
@@ -437,6 +538,12 @@ class Refused(ValueError):
 
 def check_options(p: argparse.ArgumentParser,
                   args: argparse.Namespace) -> None:
+    missing = [name for name, value in (
+        ("--tree", args.tree), ("--good", args.good), ("--bad", args.bad),
+        ("STORM", args.storm)) if value is None]
+    if missing:
+        p.error("the following arguments are required (unless --resume): "
+                + ", ".join(missing))
     options.check_guest_options(p, args)
     if args.max_boots < args.jobs or args.endpoint_max_boots < args.boots:
         p.error("--max-boots must be at least --jobs, and "
@@ -445,11 +552,19 @@ def check_options(p: argparse.ArgumentParser,
         p.error("--confidence must be between 0 and 1")
 
 
-def plan(args: argparse.Namespace) -> str:
-    """--dry-run: the boots and their time, from matrix's estimate."""
+def plan(args: argparse.Namespace, tree: pathlib.Path, good: str,
+         bad: str) -> str:
+    """--dry-run: the commits, the builds and boots, and their time from
+    matrix's estimate."""
     est = matrix.estimate
     per = args.runs + args.warmup
-    return (f"storm bisect: endpoints {args.boots} to "
+    commits = int(git(tree, "rev-list", "--count", f"{good}..{bad}"))
+    # git bisect halves the commits left each step, down to the first bad
+    steps = max(commits - 1, 0).bit_length()
+    return (f"storm bisect: {commits} commits from {short(good)} to "
+            f"{short(bad)}: about {steps} steps, {steps + 3} kernel builds "
+            "(the endpoints, a build a step, the first bad's parent)\n"
+            f"storm bisect: endpoints {args.boots} to "
             f"{args.endpoint_max_boots} boots each, then about "
             "log2(commits) steps of 2 to "
             f"{args.max_boots} boots, then 2 x {args.boots} boots for the "
@@ -462,25 +577,47 @@ def plan(args: argparse.Namespace) -> str:
 
 def check_tree(tree: pathlib.Path, good_rev: str,
                bad_rev: str) -> tuple[str, str]:
-    """The endpoints' commits; Refused for a tree that is not a clean git
-    work tree out of any bisect, or a good that is not bad's ancestor."""
+    """The endpoints' commits; Refused for a tree that is not a git
+    repository, or a good that is not bad's ancestor. The tree's own work
+    tree is never touched (the bisect runs in a worktree of its own:
+    bisect_worktree), so it may be dirty, busy or bisecting itself."""
     try:
         git(tree, "rev-parse", "--git-dir")
         good, bad = (git(tree, "rev-parse", "--verify", f"{r}^{{commit}}")
                      for r in (good_rev, bad_rev))
     except RuntimeError as e:
         raise Refused(f"{tree}: {e}") from e
-    if git(tree, "status", "--porcelain", "--untracked-files=no"):
-        raise Refused(f"{tree} has uncommitted changes; commit or stash "
-                      "them first")
-    if git(tree, "bisect", "log", check=False):
-        raise Refused(f"{tree} is already bisecting; run 'git bisect "
-                      "reset' there first")
     if subprocess.run(["git", "-C", str(tree), "merge-base",
                        "--is-ancestor", good, bad]).returncode != 0:
         raise Refused(f"--good {good_rev} is not an ancestor of --bad "
                       f"{bad_rev}")
     return good, bad
+
+
+def bisect_worktree(tree: pathlib.Path, state_dir: pathlib.Path,
+                    bad: str) -> pathlib.Path:
+    """A worktree of TREE's repository in the bisect's directory, at bad:
+    git bisect and its steps run there, with bisect refs of its own, so
+    the user's work tree stays as it was, free to be used meanwhile. No
+    file is checked out, there or by the bisect (git bisect start
+    --no-checkout: the commit to test is BISECT_HEAD): builds read the
+    commits from the object store (source.sync)."""
+    wt = state_dir / "worktree"
+    git(tree, "worktree", "add", "-q", "--no-checkout", "--detach", str(wt),
+        bad)
+    return wt
+
+
+def commit_under_test(tree: pathlib.Path) -> str:
+    """The commit git bisect picked: BISECT_HEAD in a --no-checkout
+    bisect, else HEAD."""
+    return git(tree, "rev-parse", "--verify", "-q", "BISECT_HEAD",
+               check=False) or git(tree, "rev-parse", "HEAD")
+
+
+def remove_worktree(tree: pathlib.Path, wt: pathlib.Path) -> None:
+    git(tree, "worktree", "remove", "--force", str(wt), check=False)
+    git(tree, "worktree", "prune", check=False)
 
 
 def new_state(args: argparse.Namespace, tree: pathlib.Path, good: str,
@@ -492,7 +629,8 @@ def new_state(args: argparse.Namespace, tree: pathlib.Path, good: str,
     state_dir = args.results.resolve() / "bisect" / f"{tree.name}-{stamp}"
     state_dir.mkdir(parents=True)
     return BisectState(
-        dir=str(state_dir), tree=str(tree), good=good, bad=bad,
+        dir=str(state_dir), tree=str(tree), user_tree=str(tree),
+        good=good, bad=bad,
         reading=Reading(storm=args.storm, asked=args.metric),
         params=args.params, boots=args.boots, runs=args.runs,
         warmup=args.warmup, max_boots=args.max_boots, jobs=args.jobs,
@@ -509,8 +647,9 @@ def new_state(args: argparse.Namespace, tree: pathlib.Path, good: str,
 
 def git_bisect_run(tree: pathlib.Path, state_dir: pathlib.Path) -> int:
     """git bisect run with bisect-step on every commit it picks, its
-    output shown and logged; its exit status."""
-    with open(state_dir / "git-bisect-run.log", "w") as logf:
+    output shown and logged (appended: a resumed bisect keeps the
+    stopped one's); its exit status."""
+    with open(state_dir / "git-bisect-run.log", "a") as logf:
         proc = subprocess.Popen(
             ["git", "-C", str(tree), "bisect", "run",
              str(guest.STORM), "bisect-step",
@@ -535,8 +674,9 @@ def not_found(tree: pathlib.Path, state_dir: pathlib.Path,
     """Why no first bad commit came out: the suspects skipped commits
     hide it among, or git bisect run's exit status."""
     run_log = (state_dir / "git-bisect-run.log").read_text()
-    _, found, rest = run_log.partition("The first bad commit could be "
-                                       "any of:\n")
+    # the last run's list: the log has every run of a resumed bisect
+    _, found, rest = run_log.rpartition("The first bad commit could be "
+                                        "any of:\n")
     if not found:
         return (f"no first bad commit found (git bisect run exited "
                 f"{returncode})")
@@ -573,27 +713,79 @@ def summary_text(state: BisectState, tree: pathlib.Path,
             + check)
 
 
-def main(argv: list[str]) -> int:
-    p = parser()
-    args = p.parse_args(argv)
-    check_options(p, args)
-    if args.dry_run:
-        print(plan(args))
-        return 0
-    tree = args.tree.resolve()
+def replay(tree: pathlib.Path, state_dir: pathlib.Path,
+           recorded: list[dict[str, Any]]) -> int | None:
+    """git bisect good, bad or skip for every step steps.jsonl has, in
+    the order they were decided: git's next pick depends only on these,
+    so it is the commit the stopped bisect would have tested next. None
+    while commits are left to test; else git's exit status, when the
+    recorded steps end the bisect (a first bad commit named, or only
+    skipped commits left, which a `git bisect run` would then test
+    wrongly). Output shown and appended to git-bisect-run.log, where
+    not_found reads the suspects."""
+    if recorded:
+        print(f"storm bisect: replaying the {len(recorded)} step"
+              f"{'' if len(recorded) == 1 else 's'} recorded",
+              file=sys.stderr, flush=True)
+    with open(state_dir / "git-bisect-run.log", "a") as logf:
+        for r in recorded:
+            res = subprocess.run(
+                ["git", "-C", str(tree), "bisect", r["decision"],
+                 r["commit"]], stdin=subprocess.DEVNULL, text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = res.stdout if res.stdout.endswith("\n") \
+                else res.stdout + "\n"
+            logf.write(out)
+            sys.stdout.write(out)
+            sys.stdout.flush()
+            if res.returncode != 0:
+                return res.returncode
+    return 0 if first_bad_commit(tree) else None
+
+
+def relearn(state: BisectState, recorded: list[dict[str, Any]]) -> None:
+    """The levels as the recorded steps left them: the endpoints' (just
+    measured, or replayed), then each called commit's boots in the order
+    called, as step() appends them. From steps.jsonl, not state.json's
+    levels: a step stopped between its two writes leaves state.json one
+    commit ahead, and that commit is tested again."""
+    for r in recorded:
+        if r["decision"] in ("good", "bad"):
+            state.levels[r["decision"]].append(
+                state.reading.summaries(r["boots"]))
+
+
+def hold(state_dir: pathlib.Path) -> Any:
+    """The bisect directory's lock (bisect.lock), held by the process
+    that bisects in it until it ends (the kernel lets go of it however
+    the process dies), or Refused: --resume on a bisect that is in fact
+    still running would remove its worktree from under it."""
+    f = open(state_dir / "bisect.lock", "w")
     try:
-        good, bad = check_tree(tree, args.good, args.bad)
-    except Refused as e:
-        print(f"storm bisect: {e}", file=sys.stderr)
-        return 2
-    state = new_state(args, tree, good, bad)
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        f.close()
+        raise Refused(f"a storm bisect is still running in {state_dir} "
+                      "(it holds bisect.lock)") from e
+    return f
+
+
+def bisect_in(state: BisectState, user_tree: pathlib.Path) -> int:
+    """The bisect of a new state, or of a resumed one (the steps it
+    recorded replayed, its measurements reused through the journal), in
+    a worktree of its own; the exit status."""
     state_dir = pathlib.Path(state.dir)
-    head = git(tree, "symbolic-ref", "--quiet", "--short", "HEAD",
-               check=False) or git(tree, "rev-parse", "HEAD")
     started = time.monotonic()
-    print(f"storm bisect: {tree.name}: good {short(good)}, bad {short(bad)}; "
-          f"{args.storm} {' '.join(args.params)}; metric {args.metric}; "
-          f"log in {state_dir}", file=sys.stderr, flush=True)
+    good, bad = state.good, state.bad
+    # a stopped bisect may have left its worktree (a reboot, a kill):
+    # made again from the recorded steps, never reused half-way
+    stale = state_dir / "worktree"
+    if stale.exists():
+        remove_worktree(user_tree, stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    tree = bisect_worktree(user_tree, state_dir, bad)
+    state.tree = str(tree)
+    state.save()
     try:
         try:
             differ = measure_endpoints(state, tree)
@@ -601,22 +793,34 @@ def main(argv: list[str]) -> int:
             print(f"storm bisect: cannot measure an endpoint: {e}",
                   file=sys.stderr)
             return 1
+        recorded = [s for s in steps(state_dir) if "endpoint" not in s]
+        relearn(state, recorded)
         state.save()
         line, _ = verdict_line(state.levels["good"][0],
                                state.levels["bad"][0], state)
         if not differ:
+            within = state.endpoints_within
+            why = (f"differ by {state.reading.floor:g}% or more (the "
+                   "smallest change the verdicts call): "
+                   f"[{within[0]:+.3f}%, {within[1]:+.3f}%] at "
+                   f"{within[2]:g} confidence"
+                   if within else
+                   f"differ at {state.confidence:g} confidence")
             print(f"storm bisect: refusing to bisect: the endpoints do not "
-                  f"differ at {args.confidence:g} confidence on "
-                  f"{state.reading.name or args.metric}: {line}",
-                  file=sys.stderr)
+                  f"{why} on {state.reading.name or state.reading.asked}: "
+                  f"{line}", file=sys.stderr)
             return 1
         print(f"storm bisect: endpoints: {line}; bisecting", file=sys.stderr,
               flush=True)
-        git(tree, "bisect", "start", bad, good)
-        returncode = git_bisect_run(tree, state_dir)
+        git(tree, "bisect", "start", "--no-checkout", bad, good)
+        returncode = replay(tree, state_dir, recorded)
+        if returncode is None:
+            returncode = git_bisect_run(tree, state_dir)
         first_bad = first_bad_commit(tree)
-        (state_dir / "git-bisect.log").write_text(
-            git(tree, "bisect", "log", check=False) + "\n")
+        # appended: a resumed bisect's log (from its start: the replayed
+        # steps, then the new ones) after the stopped one's
+        with open(state_dir / "git-bisect.log", "a") as f:
+            f.write(git(tree, "bisect", "log", check=False) + "\n")
         if git(tree, "bisect", "log", check=False):
             git(tree, "bisect", "reset", check=False)
         if first_bad is not None:
@@ -625,9 +829,8 @@ def main(argv: list[str]) -> int:
             check, confirmed = confirm(state, tree, first_bad, state_dir)
             state.save()
     finally:
-        if git(tree, "bisect", "log", check=False):
-            git(tree, "bisect", "reset", check=False)
-        git(tree, "checkout", "-q", head, check=False)
+        remove_worktree(user_tree, tree)
+    tree = user_tree
 
     if first_bad is None:
         print(f"storm bisect: {not_found(tree, state_dir, returncode)}",
@@ -640,6 +843,184 @@ def main(argv: list[str]) -> int:
     print(summary)
     print(f"storm bisect: log in {state_dir}", file=sys.stderr)
     return 0 if confirmed else EXIT_UNCONFIRMED
+
+
+# ---------------------------------------------------------------- --resume
+
+def given_arguments(argv: list[str]) -> dict[str, Any]:
+    """The arguments on the command line, by dest: parsed again with
+    every default suppressed, so that one not given is absent rather
+    than at its default (which may differ from what the bisect stored:
+    --jobs's depends on the host)."""
+    p = parser()
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+    return vars(p.parse_args(argv))
+
+
+def stored_state(state_dir: pathlib.Path) -> BisectState:
+    """STATE_DIR/state.json, or Refused saying why it cannot be resumed
+    from."""
+    path = state_dir / "state.json"
+    if not path.is_file():
+        raise Refused(f"{path} does not exist: --resume takes the "
+                      "directory of a storm bisect "
+                      "(results/bisect/<tree>-<time>/)")
+    try:
+        state = BisectState.load(path)
+        if not (state.good and state.bad and state.storm):
+            raise ValueError("it names no endpoints or storm")
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        raise Refused(f"{path} is unreadable as a bisect's state ({e})") \
+            from e
+    if (state_dir / "summary.txt").exists():
+        raise Refused(f"{state_dir} holds a finished bisect (its result is "
+                      "in summary.txt): there is nothing to resume")
+    return state
+
+
+def check_commits(tree: pathlib.Path, state: BisectState,
+                  recorded: list[dict[str, Any]]) -> None:
+    """Refused unless every commit the state and its steps name is still
+    in tree's repository: the steps are replayed by their ids."""
+    named = [state.good, state.bad, *(r["commit"] for r in recorded)]
+    if state.parent:
+        named.append(state.parent)
+    gone = [sha for sha in dict.fromkeys(named)
+            if subprocess.run(["git", "-C", str(tree), "cat-file", "-e",
+                               f"{sha}^{{commit}}"],
+                              capture_output=True).returncode != 0]
+    if gone:
+        raise Refused(f"{tree} no longer has the commit"
+                      f"{'s' if len(gone) > 1 else ''} "
+                      f"{', '.join(short(g) for g in gone)} that the bisect "
+                      "recorded (rewritten or garbage-collected?), so its "
+                      "steps cannot be replayed")
+
+
+def contradictions(given: dict[str, Any], state: BisectState,
+                   tree: pathlib.Path, state_dir: pathlib.Path) -> list[str]:
+    """Each argument given with --resume that differs from what the
+    bisect stored, as 'GIVEN, the bisect's is STORED'."""
+    diffs = []
+    for opt, dest in (("--good", "good"), ("--bad", "bad")):
+        if dest in given:
+            sha = git(tree, "rev-parse", "--verify", "-q",
+                      f"{given[dest]}^{{commit}}", check=False)
+            if sha != getattr(state, dest):
+                diffs.append(f"{opt} {given[dest]} is "
+                             f"{short(sha) if sha else 'no commit'}, the "
+                             f"bisect's is {short(getattr(state, dest))}")
+    if "metric" in given and given["metric"] != state.reading.asked:
+        diffs.append(f"--metric {given['metric']}, the bisect's is "
+                     f"{state.reading.asked}")
+    if "storm" in given and (given["storm"], sorted(given.get("params", []))
+                             ) != (state.storm, sorted(state.params)):
+        diffs.append(f"{' '.join([given['storm'], *given.get('params', [])])}"
+                     f", the bisect's is "
+                     f"{' '.join([state.storm, *state.params])}")
+    # the options stored as they were given (new_state)
+    # (not --timeout: it bounds a hung guest, and a guest timeout may be
+    # what stopped the bisect; a resume may raise it)
+    for dest in ("boots", "runs", "warmup", "max_boots", "jobs",
+                 "endpoint_max_boots", "confidence", "append", "cpus",
+                 "memory", "accel", "measurer"):
+        if dest in given and given[dest] != getattr(state, dest):
+            diffs.append(f"--{dest.replace('_', '-')} {given[dest]}, the "
+                         f"bisect's is {getattr(state, dest)}")
+    if "insn" in given and given["insn"] != state.insn:
+        diffs.append("--no-insn, the bisect counts instructions")
+    if "config" in given and [str(f.resolve()) for f in given["config"]] \
+            != state.config:
+        diffs.append(f"--config {' '.join(map(str, given['config']))}, the "
+                     f"bisect's is {' '.join(state.config) or 'none'}")
+    if "results" in given and \
+            given["results"].resolve() / "bisect" != state_dir.parent:
+        diffs.append(f"--results {given['results']}, the bisect's is "
+                     f"{state_dir.parent.parent}")
+    return diffs
+
+
+def resume(argv: list[str], args: argparse.Namespace) -> int:
+    """storm bisect --resume STATE_DIR: the stored bisect, checked
+    against the tree and the arguments given, carried on in STATE_DIR."""
+    state_dir = args.resume.resolve()
+    if state_dir.name == "state.json":
+        state_dir = state_dir.parent
+    try:
+        state = stored_state(state_dir)
+        lock = hold(state_dir)      # noqa: F841 (held until we return)
+        stored_tree = pathlib.Path(state.user_tree) if state.user_tree \
+            else None
+        tree = args.tree.resolve() if args.tree else stored_tree
+        if tree is None:
+            raise Refused(f"{state_dir / 'state.json'} does not name the "
+                          "tree it bisects (it predates --resume): give "
+                          "--tree")
+        if stored_tree is not None and tree != stored_tree:
+            raise Refused(f"--tree {tree} is a different tree from the "
+                          f"bisect's, {stored_tree}")
+        try:
+            git(tree, "rev-parse", "--git-dir")
+        except RuntimeError as e:
+            raise Refused(f"the bisect's tree {tree} is not a git "
+                          f"repository any more ({e})") from e
+        recorded = [s for s in steps(state_dir) if "endpoint" not in s]
+        check_commits(tree, state, recorded)
+        diffs = contradictions(given_arguments(argv), state, tree,
+                               state_dir)
+        if diffs:
+            raise Refused("the arguments given contradict the bisect's "
+                          f"({'; '.join(diffs)}): leave them out to take "
+                          "its own")
+    except Refused as e:
+        print(f"storm bisect: cannot resume {state_dir}: {e}",
+              file=sys.stderr)
+        return 2
+    # where this run's files go, should the directory have moved
+    state.dir, state.user_tree = str(state_dir), str(tree)
+    if "timeout" in given_arguments(argv):
+        state.timeout = args.timeout
+    decided = {d: sum(1 for r in recorded if r["decision"] == d)
+               for d in ("good", "bad", "skip")}
+    journal = state_dir / MEASUREMENTS_LOG
+    reused = len(journal.read_text().splitlines()) if journal.is_file() \
+        else 0
+    what = (f"storm bisect: {tree.name}: good {short(state.good)}, bad "
+            f"{short(state.bad)}; {state.storm} {' '.join(state.params)}; "
+            f"metric {state.reading.asked}; resuming {state_dir}: "
+            f"{len(recorded)} step{'' if len(recorded) == 1 else 's'} "
+            f"recorded ({decided['good']} good, "
+            f"{decided['bad']} bad, {decided['skip']} skipped), "
+            f"{reused} measurements to reuse")
+    if args.dry_run:
+        print(what)
+        return 0
+    print(what, file=sys.stderr, flush=True)
+    return bisect_in(state, tree)
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if args.resume is not None:
+        return resume(argv, args)
+    check_options(p, args)
+    tree = args.tree.resolve()
+    try:
+        good, bad = check_tree(tree, args.good, args.bad)
+    except Refused as e:
+        print(f"storm bisect: {e}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(plan(args, tree, good, bad))
+        return 0
+    state = new_state(args, tree, good, bad)
+    print(f"storm bisect: {tree.name}: good {short(good)}, bad {short(bad)}; "
+          f"{args.storm} {' '.join(args.params)}; metric {args.metric}; "
+          f"log in {state.dir}", file=sys.stderr, flush=True)
+    lock = hold(pathlib.Path(state.dir))    # noqa: F841 (held until return)
+    return bisect_in(state, tree)
 
 
 def step_main(argv: list[str]) -> int:

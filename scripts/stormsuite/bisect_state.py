@@ -71,7 +71,9 @@ class Reading:
         self.name = resolve_metric(self.asked, self.storm, sorted(by_name))
         metric, values = by_name[self.name]
         self.kind = metric.kind
-        self.summary = verdict.summary_of(metric)
+        self.summary = verdict.summary_of(metric, all(
+            str(d.get("env", {}).get("virtualization", "unknown"))
+            in verdict.SLOWS_ONLY for d in run_docs))
         ticks = by_name.get(metrics.TICKS_OF(self.name))
         if self.tick_slope is not None and self.tick_ref is not None \
                 and ticks is not None and ticks[1] is not values:
@@ -127,6 +129,13 @@ class Reading:
         return self.summaries([self.samples(b) for b in boots])
 
     @property
+    def floor(self) -> float:
+        """The smallest change the verdicts call on this metric, percent
+        (verdict.effect_floor; known once run files named the metric)."""
+        return verdict.effect_floor(metrics.Metric(self.name, self.kind, ""),
+                                    None)
+
+    @property
     def unit(self) -> str:
         """What one sample of a commit is: a boot (runs in one boot share
         its level: bootmodel.py)."""
@@ -178,7 +187,10 @@ class BisectState:
     """One bisect: its directory, tree and endpoints, the storm and how
     to boot it, the limits, and what the steps have learnt."""
     dir: str
-    tree: str
+    tree: str                      # where git bisect runs: the worktree
+    # the user's tree, of which the worktree is made: what --resume
+    # makes the worktree from again, and checks its commits in
+    user_tree: str = ""
     good: str = ""
     bad: str = ""
     params: list[str] = dataclasses.field(default_factory=list)
@@ -208,6 +220,9 @@ class BisectState:
     good_files: list[str] = dataclasses.field(default_factory=list)
     bad_files: list[str] = dataclasses.field(default_factory=list)
     endpoints_p: float | None = None
+    # the endpoints' change (lo, hi percent) and its confidence, when it
+    # showed them closer than the floor (classify.within_floor)
+    endpoints_within: list[float] | None = None
     parent: str | None = None      # of the first bad commit, once named
 
     @property

@@ -444,6 +444,7 @@ def matrix_parser() -> argparse.ArgumentParser:
                    help="write the comparison here (default: the second "
                    "kernel's series directory)")
     compare.add_stat_options(p)
+    compare.add_view_options(p)
     options.add_storm_arguments(p)
     return p
 
@@ -553,6 +554,7 @@ def ab_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=pathlib.Path,
                    help="write the comparison here")
     compare.add_stat_options(p)
+    compare.add_view_options(p)
     options.add_storm_arguments(p)
     return p
 

@@ -24,11 +24,25 @@ def parser(command: str) -> argparse.ArgumentParser:
         p = argparse.ArgumentParser(
             prog="storm box", description="A test box over ssh, driven "
             "by ktest.pl (docs/box.md).")
-        p.add_argument("command", choices=[*parsers, "image", "vm"])
+        p.add_argument("command", choices=COMMANDS)
         return p
     if command not in parsers:
         raise ValueError(f"storm box {command!r}: no such command")
     return parsers[command]()
+
+
+COMMANDS = ("run", "matrix", "ab", "build", "bisect", "bisect-test",
+            "image", "vm")
+
+
+def usage() -> str:
+    """storm box --help: a usage line, then each command's synopsis
+    (box.py's docstring), then where the rest is."""
+    synopsis = box.__doc__.split("\n\n")[1] if box.__doc__ else ""
+    return (f"usage: storm box {{{','.join(COMMANDS)}}} [--help] ...\n\n"
+            "A test box over ssh, driven by ktest.pl (docs/box.md).\n\n"
+            f"{synopsis}\n\n"
+            "storm box COMMAND --help: its options")
 
 
 def main(argv: list[str]) -> int:
@@ -37,14 +51,14 @@ def main(argv: list[str]) -> int:
                 "bisect": boxbisect.bisect_main,
                 "bisect-test": boxbisect.bisect_test_main}
     if not argv or argv[0] in ("-h", "--help"):
-        print(box.__doc__.split("\n\n")[1] if box.__doc__ else "")
+        print(usage())
         return 0
     if argv[0] == "image":
         return boximage.main(argv[1:])
     if argv[0] == "vm":
         return boxvm.main(argv[1:])
     if argv[0] not in commands:
-        print(f"storm box: unknown command {argv[0]!r} (run, matrix, ab, "
-              "build, bisect, bisect-test, image, vm)", file=sys.stderr)
+        print(f"storm box: unknown command {argv[0]!r} "
+              f"({', '.join(COMMANDS)})", file=sys.stderr)
         return 2
     return commands[argv[0]](argv[1:])

@@ -127,6 +127,12 @@ def main(argv: list[str]) -> int:
     except (runs.RunError, CalibrateError) as e:
         print(f"storm calibrate: {e}", file=sys.stderr)
         return 2
+    if not found:
+        print("storm calibrate: no instruction counts in "
+              f"{' '.join(args.sets)}: calibrate A/A boots run with the "
+              "instruction counter (storm matrix without --no-insn)",
+              file=sys.stderr)
+        return 2
     for c in found:
         print(f"{c.storm} on {c.kernel}: {c.metric}: boot spread "
               f"{c.boot_cv:.3g}% ({c.boots} boots x {c.runs} runs, "

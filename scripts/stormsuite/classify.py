@@ -174,27 +174,51 @@ def endpoints_clear(good: Sequence[float], bad: Sequence[float], *,
 @dataclasses.dataclass(frozen=True)
 class Endpoints:
     """What booting the endpoints found: each one's boot numbers, whether
-    they differ, the p-value and the level it was tested at."""
+    they differ, the p-value and the level it was tested at; within: the
+    interval (percent) that showed them closer than the floor, when that
+    ended the sampling."""
     good: list[float]
     bad: list[float]
     differ: bool
     p: float
     alpha: float
     rounds: int
+    within: tuple[float, float] | None = None   # at 1 - 2 alpha
+
+
+def within_floor(good: Sequence[float], bad: Sequence[float], *, log: bool,
+                 floor: float, alpha: float) -> tuple[float, float] | None:
+    """The endpoints are closer than floor percent: the 1 - 2 alpha
+    interval of their change lies inside (-floor, +floor), the two
+    one-sided tests of equivalence at alpha each. Returns that interval,
+    else None. A change smaller than the floor is never called, so no
+    bisect could find it."""
+    from . import stats
+    if floor <= 0:
+        return None
+    est = stats.boot_change(good, bad, log=log, confidence=1 - 2 * alpha)
+    if est.testable and -floor < est.lo and est.hi < floor:
+        return est.lo, est.hi
+    return None
 
 
 def sample_endpoints(measure: Callable[[int, int], tuple[list[float],
                                                          list[float]]],
                      *, log: bool, first: int, cap: int,
-                     confidence: float = 0.95) -> Endpoints:
-    """Boot the endpoints until their difference is clear or each has
-    `cap` boots: measure(n, round) boots each n more times and returns
-    every boot number so far (first `first`, then one more each). Each
-    round looks at the data once, at CLEAR_P (or less, so that all the
-    looks a cap allows spend at most half of 1 - confidence), and the
-    last test is at 1 - confidence less what the looks spent
-    (Bonferroni): the chance of bisecting between endpoints that do not
-    differ stays at most 1 - confidence."""
+                     confidence: float = 0.95,
+                     floor: Callable[[], float] = lambda: 0.0) -> Endpoints:
+    """Boot the endpoints until their difference is clear, they are
+    shown closer than `floor` percent (within_floor), or each has `cap`
+    boots: measure(n, round) boots each n more times and returns every
+    boot number so far (first `first`, then one more each). Each round
+    looks at the data once, at CLEAR_P (or less, so that all the looks a
+    cap allows spend at most half of 1 - confidence), and the last test
+    is at 1 - confidence less what the looks spent (Bonferroni): the
+    chance of bisecting between endpoints that do not differ stays at
+    most 1 - confidence. The equivalence looks spend the same per look
+    on the other error, stopping a bisect whose endpoints differ by the
+    floor or more. floor() is asked after each round (what the metric's
+    floor is, the first round's run files say)."""
     alpha = 1 - confidence
     look_p = min(CLEAR_P, alpha / 2 / max(cap - first + 1, 1))
     rounds, n = 0, first
@@ -205,6 +229,9 @@ def sample_endpoints(measure: Callable[[int, int], tuple[list[float],
                                     confidence=1 - look_p)
         if clear:
             return Endpoints(good, bad, True, p, look_p, rounds)
+        same = within_floor(good, bad, log=log, floor=floor(), alpha=look_p)
+        if same is not None:
+            return Endpoints(good, bad, False, p, look_p, rounds, same)
         if len(good) >= cap or len(bad) >= cap:
             break
         n = 1

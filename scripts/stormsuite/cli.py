@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
+import types
 
 SUBCOMMANDS = {
     "vm": ("vm", "boot a kernel in a QEMU guest and run a command in it"),
@@ -21,7 +25,8 @@ SUBCOMMANDS = {
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
     "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
     "box": ("boxcli", "a test box over ssh, driven by ktest.pl: run, matrix, "
-            "ab, build, bisect-test; its test VM"),
+            "ab, build, bisect, bisect-test; image: its test VM's disk, "
+            "vm: its test VM"),
 }
 # storm kernel WHAT: the second word names the module
 KERNEL = {
@@ -35,6 +40,62 @@ SHELL = ("run", "test", "demo")
 INTERNAL = {"bisect-step": ("bisect", "", "step_main"),
             # ktest.pl's TEST on the box: one boot's storm runs
             "box-step": ("box", "", "step_main")}
+
+
+# What the drivers compute with, and need only to compute: `storm X
+# --help` must work without them (system python3, before scripts/setup).
+HEAVY = ("numpy", "scipy", "matplotlib")
+
+
+class _Absent(types.ModuleType):
+    """Stands in for a package of HEAVY that is not installed, while only
+    help is printed: importing it works (the parsers are built at import
+    time, the computing is not), using any of it says what is missing."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise ImportError(f"{self.__name__} is not installed: run "
+                          "scripts/setup (or scripts/setup --no-apt) for "
+                          "the Python packages the drivers compute with")
+
+
+class _AbsentFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, missing: set[str]) -> None:
+        self.missing = missing
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] not in self.missing:
+            return None
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec):
+        module = _Absent(spec.name)
+        module.__path__ = []          # submodules: scipy.stats, ...
+        return module
+
+    def exec_module(self, module) -> None:
+        pass
+
+
+def wants_help(argv: list[str]) -> bool:
+    """-h or --help among the arguments, before any `--` (after it they
+    are a guest command's: storm vm -- COMMAND --help)."""
+    words = argv[:argv.index("--")] if "--" in argv else argv
+    return "-h" in words or "--help" in words
+
+
+def help_without_heavy() -> list[str]:
+    """Let the modules import without HEAVY where it is missing (only to
+    print help: cli.main calls this for wants_help). The packages stood
+    in for."""
+    missing = {name for name in HEAVY
+               if name not in sys.modules
+               and importlib.util.find_spec(name) is None}
+    if missing and not any(isinstance(f, _AbsentFinder)
+                           for f in sys.meta_path):
+        sys.meta_path.append(_AbsentFinder(missing))
+    return sorted(missing)
 
 
 def usage() -> str:
@@ -84,6 +145,8 @@ def main(argv: list[str]) -> int:
         print(usage())
         return 0
     name, rest = argv[0], argv[1:]
+    if wants_help(rest) or (name in ("box", "seed") and not rest):
+        help_without_heavy()
     if name not in SUBCOMMANDS and name not in INTERNAL:
         print(f"storm: unknown subcommand {name!r}\n\n{usage()}",
               file=sys.stderr)
@@ -101,3 +164,9 @@ def main(argv: list[str]) -> int:
     module = importlib.import_module(f"stormsuite.{entry[0]}")
     func = entry[2] if len(entry) > 2 else "main"
     return int(getattr(module, func)(rest) or 0)
+
+
+def entry() -> None:
+    """The console script of an installed package (pyproject.toml:
+    storm-py)."""
+    sys.exit(main(sys.argv[1:]))

@@ -19,7 +19,9 @@ import dataclasses
 import json
 import math
 import pathlib
+import re
 import sys
+import textwrap
 from typing import Any
 
 from . import metrics, runs, sets, stats, verdict
@@ -30,6 +32,25 @@ EXIT_REGRESSION = 1         # --fail-above: a primary metric got worse
 
 # ---------------------------------------------------------------------
 # Text
+
+WIDTH = 100                 # columns: what a mail client shows unwrapped
+
+
+def wrap(text: str, indent: str = "    ") -> list[str]:
+    """text in lines of at most WIDTH columns, continuation lines
+    indented; a word (a path) longer than a line is left whole."""
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent,
+                         break_long_words=False,
+                         break_on_hyphens=False) or [""]
+
+
+def _num4(x: float) -> str:
+    """Four significant digits, trailing zeros kept (1.000, 0.9999,
+    12.20); whole numbers from 1000 up (20006)."""
+    if abs(x) >= 1000 or x == 0:
+        return f"{x:.0f}"
+    return f"{x:#.4g}".rstrip(".")
+
 
 def fmt_value(x: float, m: metrics.Metric, ref: float | None = None) -> str:
     if x is None or math.isnan(x):
@@ -45,95 +66,122 @@ def fmt_value(x: float, m: metrics.Metric, ref: float | None = None) -> str:
             if abs(x) >= div:
                 return f"{x / div:.4g}{unit}/s"
         return f"{x:.4g}/s"
-    if m.kind == "ratio":
-        return f"{x:.3f}"
-    if m.kind == "insn" and abs(x) >= 1e6:
+    if abs(x) >= 1e6:
         return f"{x / 1e6:.4g}M"
-    return f"{x:.1f}"
+    return _num4(x)
 
 
 def fmt_cv(cv: float) -> str:
-    return "(CV    -)" if math.isnan(cv) else f"(CV {cv:5.1f}%)"
+    """The spread of the per-boot numbers: their CV, to two decimals
+    below 1% (an exact count's 0.03% is not its 0%)."""
+    if math.isnan(cv):
+        return ""
+    if cv == 0:
+        return "± 0%"
+    return f"± {cv:.2f}%" if cv < 1 else f"± {cv:.1f}%"
 
 
-def fmt_pct(x: float) -> str:
-    return "-" if math.isnan(x) else f"{x:+.1f}%"
+fmt_pct = verdict.fmt_pct
+
+
+def mark(c: verdict.Change) -> str:
+    """* a change, ~ not one by rule, blank otherwise."""
+    return "*" if c.significant else ("~" if not c.reported else " ")
 
 
 def fmt_change(c: verdict.Change) -> str:
     """A table cell: the change and its marker (* a change, ~ not one by
     rule, blank otherwise)."""
     pct = "      -" if math.isnan(c.pct) else f"{c.pct:+7.2f}%"
-    mark = "*" if c.significant else ("~" if not c.reported else " ")
-    return f"{pct} {mark}"
+    return f"{pct} {mark(c)}"
 
 
-def primary_title(m: metrics.Metric, op: str) -> str:
-    if m.name in metrics.UNTIMED.values():
-        return f"runtime per {op}"
-    if m.kind == "time":
-        return f"time per {op}"
-    if m.kind == "insn":
-        side = m.name.rpartition(f"insn_per_{op}")[2].lstrip(".")
-        return f"insn per {op}" + (f" ({side})" if side else "")
-    if m.name in metrics.SENT_PRIMARY.values():
-        return f"IPIs sent per {op}"
-    return f"IPIs per {op}"
+def _short_pct(x: float) -> str:
+    if math.isnan(x):
+        return "-"
+    return f"{x:+.2f}%" if abs(x) < 10 else f"{x:+.1f}%"
+
+
+def centre(r: verdict.Row, i: int) -> float:
+    """Set i's number on row r as the test sees it: the mean of its
+    per-boot numbers (a boot's number as verdict.summary_of makes it),
+    geometric where the test is on the log scale, so that the sides'
+    numbers differ by the change the row states."""
+    if r.log_scale and r.boots[i]:
+        return math.exp(sum(math.log(x) for x in r.boots[i])
+                        / len(r.boots[i]))
+    return r.boot_summaries[i].amean
+
+
+def spread(r: verdict.Row, i: int) -> float:
+    """The CV of set i's per-boot numbers (nan for one boot: no spread
+    to see, which is not the same as none)."""
+    s = r.boot_summaries[i]
+    return s.cv if s.n > 1 else math.nan
 
 
 def fmt_primary_value(x: float, m: metrics.Metric) -> str:
     if m.unit == "ns":
         return fmt_value(x, m)
-    return "-" if math.isnan(x) else f"{x:.4g}"
+    return "-" if math.isnan(x) else _num4(x)
+
+
+def fmt_p(p: float) -> str:
+    return f"p={p:.2g}" if p >= 0.001 else f"p={p:.2e}"
 
 
 def verdict_lines(cmp: verdict.Comparison) -> list[str]:
-    """benchstat-style lines for the primary metrics: baseline centre ±
-    spread, candidate centre ± spread, the change [95% CI] or ~, and
-    (p=..., boots x runs). Centre: the mean of the per-boot summaries;
-    spread: their CV (the between-boot spread the test sees)."""
+    """benchstat-style lines for the primary metrics: the baseline's
+    number -> the candidate's (the mean of each side's per-boot numbers,
+    as tested: centre), the change [95% CI] or ~, and (p=..., boots x
+    runs): p after the multiple test, the one that decides. With several
+    candidates, each one's lines under its label. One line each, however
+    long (verdict_block wraps them for printing)."""
     op = metrics.PRIMARY.get(cmp.storm, ("", "", "op"))[2]
-    width = max([14] + [len(primary_title(r.metric, op)) for r in cmp.primary])
+    width = max([13] + [len(metrics.primary_title(r.metric, op))
+                        for r in cmp.primary])
     out = []
-    for r in cmp.primary:
-        title = primary_title(r.metric, op)
-        base = r.boot_summaries[0]
-        for i in range(1, len(cmp.sets)):
+    for i in range(1, len(cmp.sets)):
+        if len(cmp.sets) > 2:
+            out.append(f"{cmp.sets[i].label} against {cmp.sets[0].label}:")
+        for r in cmp.primary:
+            title = metrics.primary_title(r.metric, op)
             c = r.changes[i]
             assert c is not None
-            cand = r.boot_summaries[i]
             est = c.estimate
             if c.significant:
                 change = (f"{fmt_pct(est.pct)} [{fmt_pct(est.lo)}, "
                           f"{fmt_pct(est.hi)}]")
             else:
                 change = "~"
-            p = "p=-" if math.isnan(est.p) else f"p={est.p:.3g}"
-            if not math.isnan(c.p_adjusted) and c.p_adjusted != est.p:
-                p += f", corrected {c.p_adjusted:.3g}"
+            p = c.p_adjusted if not math.isnan(c.p_adjusted) else est.p
+            facts = ([] if math.isnan(p) else [fmt_p(p)]) + [cmp.size(i)]
             # the corrected p is shown already
             why = "" if c.significant or c.why_not.endswith(" corrected") \
                 else f"; {c.why_not}"
             # a one-boot side's calibration: what the verdict rests on
             if est.basis and est.basis != c.why_not:
                 why += f"; {est.basis}"
-            out.append(
-                f"{title:<{width}} {fmt_primary_value(base.mean, r.metric)} "
-                f"± {_spread(base)}  ->  "
-                f"{fmt_primary_value(cand.mean, r.metric)} ± {_spread(cand)}"
-                f"   {change}  ({p}, {cmp.size(i)}{why})"
-                + (f"  [{cmp.sets[i].label}]" if len(cmp.sets) > 2 else ""))
+            line = (f"{title:<{width}}  "
+                    f"{fmt_primary_value(centre(r, 0), r.metric)} -> "
+                    f"{fmt_primary_value(centre(r, i), r.metric)}"
+                    f"   {change}  ({', '.join(facts)}{why})")
+            out.append(line)
     return out
+
+
+def verdict_block(cmp: verdict.Comparison) -> list[str]:
+    """verdict_lines as printed: a line longer than WIDTH goes on under
+    its title's column."""
+    op = metrics.PRIMARY.get(cmp.storm, ("", "", "op"))[2]
+    width = max([13] + [len(metrics.primary_title(r.metric, op))
+                        for r in cmp.primary])
+    return [w for line in verdict_lines(cmp)
+            for w in wrap(line, " " * (width + 2))]
 
 
 def _cv(x: float) -> str:
     return "-" if math.isnan(x) else f"{x:.1f}%"
-
-
-def _spread(s: stats.Summary) -> str:
-    """The CV of the per-boot numbers; '-' for one boot (no spread to
-    see, which is not the same as none)."""
-    return _cv(s.cv) if s.n > 1 else "-"
 
 
 SUMMARY_TEXT = {"min": "the fastest of its runs", "median": "the median "
@@ -146,83 +194,178 @@ def noise_lines(cmp: verdict.Comparison) -> list[str]:
     boots add (stats.noise), and the CV of single runs inside a boot."""
     out = []
     for r in cmp.rows:
-        if verdict.summary_of(r.metric) != "min":
+        if not verdict.time_per_op(r.metric):
             continue
-        parts = [f"{s.label} {_cv(n.within_cv)} within, "
-                 f"{_cv(n.between_cv)} between (boots {_cv(n.tested_cv)}; "
-                 f"single runs {_cv(n.runs_cv)})"
-                 for s, n in zip(cmp.sets, r.noise)]
-        out.append(f"noise ({r.metric.name}, a boot's number "
-                   f"{SUMMARY_TEXT[verdict.summary_of(r.metric)]}): the CV "
-                   "of the boots' numbers split into what resampling a "
-                   "boot's own runs gives and what the boots add: "
-                   + "; ".join(parts))
+        parts = [f"{s.label} {_cv(n.tested_cv)} ({_cv(n.within_cv)} within, "
+                 f"{_cv(n.between_cv)} between; single runs "
+                 f"{_cv(n.runs_cv)})" for s, n in zip(cmp.sets, r.noise)]
+        out += wrap(f"noise, {r.metric.name}: CV of the boots' numbers "
+                    "(from a boot's runs, from the boots): "
+                    + "; ".join(parts))
     return out
 
 
-def render(cmp: verdict.Comparison, show_all: bool = False) -> str:
-    rows = [r for r in cmp.rows if r.shown or show_all]
-    namew = max([len(r.metric.name) for r in rows] + [20])
-    cells: list[list[str]] = []
-    for r in rows:
-        ref = r.summaries[0].mean
-        line = []
-        for i, s in enumerate(r.summaries):
-            cell = f"{fmt_value(s.mean, r.metric, ref)} {fmt_cv(s.cv)}"
-            change = r.changes[i]
-            if change is not None:
-                cell += f" {fmt_change(change)}"
-            line.append(cell)
-        cells.append(line)
-    colw = [max([len(s.label) for s in cmp.sets][i:i + 1]
-                + [len(c[i]) for c in cells] + [10])
-            for i in range(len(cmp.sets))]
-    pad = 6 + namew
-    out = [f"{cmp.storm}  {runs.params_text(cmp.params)}",
-           "sets: " + ", ".join(f"{s.label} {s.size}" for s in cmp.sets), ""]
-    out += verdict_lines(cmp)
-    out += noise_lines(cmp) + [""]
-    out.append(" " * pad + "  ".join(
-        f"{s.label:>{colw[i]}}" for i, s in enumerate(cmp.sets)))
-    for r, c in zip(rows, cells):
-        stat = r.metric.stat if not r.derived else "(der)"
-        out.append(f"{stat:5} {r.metric.name:<{namew}}" + "  ".join(
-            f"{cell:>{colw[i]}}" for i, cell in enumerate(c)))
-    hidden = len(cmp.rows) - len(rows)
+def _cells(r: verdict.Row, nsets: int) -> list[str]:
+    ref = centre(r, 0)
+    out = []
+    for i in range(nsets):
+        cell = f"{fmt_value(centre(r, i), r.metric, ref)} " \
+            f"{fmt_cv(spread(r, i))}".rstrip()
+        out.append(cell)
+    return out
+
+
+def _change_cell(r: verdict.Row, i: int) -> str:
+    c = r.changes[i]
+    if c is None:
+        return ""
+    return f"{_short_pct(c.pct)} {mark(c)}"
+
+
+def stat_of(r: verdict.Row) -> str:
+    """The row's first column: (der) for a row never tested, else the
+    mean of the per-boot numbers shown: Gmean for a row tested on the
+    log scale, else Amean."""
+    if r.derived:
+        return "(der)"
+    return "Gmean" if r.log_scale else "Amean"
+
+
+def select(rows: list[verdict.Row], pattern: str | None) -> list[verdict.Row]:
+    """The rows whose name matches pattern (--metrics: a regular
+    expression, searched in the lkp name), all without one."""
+    if not pattern:
+        return rows
+    rx = re.compile(pattern)
+    return [r for r in rows if rx.search(r.metric.name)]
+
+
+def table_lines(cmp: verdict.Comparison, rows: list[verdict.Row]
+                ) -> list[str]:
+    """mmtests compare-kernels' layout: statistic, name, per set the
+    mean of its per-boot numbers ± their CV, for candidates the change
+    and its marker. A name too long for its column goes on a line of
+    its own."""
+    n = len(cmp.sets)
+    cells = [_cells(r, n) for r in rows]
+    changes = [[_change_cell(r, i) for i in range(1, n)] for r in rows]
+    valw = [max([len(c[i]) for c in cells] + [8]) for i in range(n)]
+    chw = [max([len(c[i]) for c in changes] + [6]) for i in range(n - 1)]
+    labels = [s.label for s in cmp.sets]
+    namew = max([len(r.metric.name) for r in rows] + [10])
+    # the columns as wide as their labels, when that fits
+    wide = [max(valw[0], len(labels[0]))] + [
+        max(valw[i], len(labels[i]) - 1 - chw[i - 1]) for i in range(1, n)]
+
+    def rest(w: list[int]) -> int:
+        return sum(w) + sum(chw) + 3 * n + 5
+    out = []
+    if rest(wide) + min(namew, 45) <= WIDTH:
+        valw = wide
+    else:
+        # a label wider than its column: letters, named above
+        out += [f"{chr(ord('A') + i)}: {s}" for i, s in enumerate(labels)]
+        labels = [chr(ord("A") + i) for i in range(n)]
+    namew = min(namew, max(WIDTH - rest(valw), 20))
+    head = " " * (6 + namew)
+    for i, label in enumerate(labels):
+        if i == 0:
+            head += f"  {label:>{valw[0]}}"
+        elif len(label) <= valw[i]:
+            # over the value; a longer label reaches over the change
+            head += f"  {label:>{valw[i]}}" + " " * (1 + chw[i - 1])
+        else:
+            head += f"  {label:>{valw[i] + 1 + chw[i - 1]}}"
+    out.append(head.rstrip())
+    for r, c, ch in zip(rows, cells, changes):
+        line = ""
+        for i in range(n):
+            line += f"  {c[i]:>{valw[i]}}"
+            if i:
+                line += f" {ch[i - 1]:<{chw[i - 1]}}"
+        name = r.metric.name
+        if len(name) > namew:
+            out.append(f"{stat_of(r):5} {name}")
+            out.append(f"{'':5} {'':<{namew}}{line}".rstrip())
+        else:
+            out.append(f"{stat_of(r):5} {name:<{namew}}{line}".rstrip())
+    return out
+
+
+def legend(cmp: verdict.Comparison) -> list[str]:
+    """--explain: how to read every part."""
     alpha = 1 - cmp.confidence
-    out += ["",
-            "Verdict lines: mean of the per-boot numbers (a boot's number: "
-            "the fastest of its runs for the primary time, the median of "
-            "its runs for other times, the mean for counts) ± their CV; the "
-            f"change with its {cmp.confidence:.0%} confidence interval "
-            "(Welch's t-test on the per-boot numbers, log scale for times), "
-            "or ~ when it is not a change: its corrected p not below "
-            f"{alpha:.2g} (one graphical multiple test over every row of "
-            "every candidate), or a rule.",
-            "Table: Amean/Hmean and CV over all runs; %: change against "
-            f"{cmp.sets[0].label} (baseline) of the per-boot numbers, as "
-            "tested (slow runs can move the Amean columns the other way); "
-            "times: lower is better, rates: higher is better.",
-            "*: a change (secondary rows: tested only behind a primary "
-            "change); ~: not a change by rule (below "
-            f"{cmp.floor:g} counts, integer counts 1 apart, below "
-            f"{_time_floor(cmp):g}%); (der): restates another row, not "
-            "tested."]
+    paras = [
+        "Verdict lines: the mean of each side's per-boot numbers (a boot's "
+        "number: the fastest of its runs for the primary time, the median "
+        "of its runs for other times, the mean for counts), baseline -> "
+        f"candidate; the change with its {cmp.confidence:.0%} confidence "
+        "interval (Welch's t-test on the per-boot numbers, log scale for "
+        "times), or ~ when it is not a change: its p not below "
+        f"{alpha:.2g} after one graphical multiple test over every row of "
+        "every candidate (the p shown is that corrected p), or a rule "
+        "(named after the sample size).",
+        "Noise: the CV of a time's per-boot numbers, split into what "
+        "resampling a boot's own runs gives (within) and what the boots "
+        "add beyond that (between; the two add in quadrature), and the CV "
+        "of single runs in a boot.",
+        "Table: Amean: the mean of the per-boot numbers, the ones tested; "
+        "± their CV; %: the test's change against "
+        f"{cmp.sets[0].label} (baseline); times: lower is better, rates: "
+        "higher is better.",
+        "*: a change (secondary rows: tested only behind a primary "
+        f"change); ~: not a change by rule (below {cmp.floor:g} counts, "
+        f"integer counts 1 apart, below {_time_floor(cmp):g}%); (der): "
+        "restates another row, not tested."]
     insn = [r for r in cmp.rows if r.metric.kind == "insn"]
     if insn:
         floor = verdict.effect_floor(insn[0].metric, cmp.min_effect)
-        out.append("insn rows: instructions per operation on the CPUs named "
-                   "(docs/insn.md), held against the ticks in each window; "
-                   "boots the unit, each the mean of its runs after the "
-                   "ticks; a side of one boot is tested with the "
-                   "calibrated spread of a boot on its kernel, and sets in "
-                   "one boot on that boot's runs; a change under "
-                   f"{floor:g}% is never one.")
+        paras.append(
+            "insn rows: instructions per operation on the CPUs named "
+            "(docs/insn.md), held against the ticks in each window; boots "
+            "the unit, each the mean of its runs after the ticks; a side of "
+            "one boot is tested with the calibrated spread of a boot on its "
+            "kernel, and sets in one boot on that boot's runs; a change "
+            f"under {floor:g}% is never one.")
+    out = []
+    for p in paras:
+        out += wrap(p, "  ")
+    return out
+
+
+def render(cmp: verdict.Comparison, show_all: bool = False,
+           metrics_re: str | None = None, explain: bool = False) -> str:
+    """The comparison as text, every line at most WIDTH columns (but a
+    word longer than that): the verdict lines, the noise, the table of
+    every row shown (--all: every row; metrics_re: the rows whose name
+    matches), one line of legend (explain: all of it), the warnings."""
+    shown = [r for r in cmp.rows if r.shown or show_all]
+    rows = select(shown, metrics_re)
+    out = [f"{cmp.storm}  {runs.params_text(cmp.params)}"]
+    out += wrap("sets: " + ", ".join(f"{s.label} {s.size}"
+                                     for s in cmp.sets))
+    out.append("")
+    out += verdict_block(cmp)
+    out += noise_lines(cmp) + [""]
+    if rows:
+        out += table_lines(cmp, rows)
+    else:
+        out.append(f"no row matches --metrics {metrics_re!r}")
+    out.append("")
+    if explain:
+        out += legend(cmp)
+    else:
+        out.append("*: a change; ~: not a change by rule; (der): not tested; "
+                   "--explain: how to read this")
+    hidden = len(cmp.rows) - len(shown)
     if hidden:
         out.append(f"{hidden} interrupt rows with every mean below "
                    f"{cmp.floor:g} not shown (--all shows them).")
+    if metrics_re and len(rows) < len(shown):
+        out.append(f"{len(shown) - len(rows)} rows not matching "
+                   f"--metrics {metrics_re!r} not shown.")
     for w in cmp.warnings:
-        out.append(f"warning: {w}")
+        out += wrap(f"warning: {w}")
     return "\n".join(out) + "\n"
 
 
@@ -281,7 +424,7 @@ def to_json(cmp: verdict.Comparison) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "kind": m.kind, "stat": m.stat, "unit": m.unit, "shown": r.shown,
             "role": "derived" if r.derived else m.role,
-            "boot_summary": verdict.summary_of(m),
+            "boot_summary": r.summary,
             "values": {}, "changes": {}}
         for label, s, bs, v, b, n, c in zip(labels, r.summaries,
                                             r.boot_summaries, r.values,
@@ -381,13 +524,17 @@ class Settings:
     force: bool = False
     show_all: bool = False              # --all: every row in the table
     vary: tuple[str, ...] = ()          # parameters the sets differ in
+    metrics: str | None = None          # --metrics: the rows shown
+    explain: bool = False               # --explain: the whole legend
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> Settings:
         return cls(confidence=args.confidence, floor=args.floor,
                    min_effect=args.min_effect, force=args.force,
                    show_all=args.all,
-                   vary=tuple(getattr(args, "vary_params", ())))
+                   vary=tuple(getattr(args, "vary_params", ())),
+                   metrics=getattr(args, "metrics", None),
+                   explain=getattr(args, "explain", False))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -408,7 +555,9 @@ def compare(sides: list[list[runs.Series]],
                             floor=settings.floor,
                             min_effect=settings.min_effect,
                             force=settings.force, vary=settings.vary)
-        out.append(Result(cmp, render(cmp, show_all=settings.show_all)))
+        out.append(Result(cmp, render(cmp, show_all=settings.show_all,
+                                      metrics_re=settings.metrics,
+                                      explain=settings.explain)))
     return out
 
 
@@ -467,12 +616,28 @@ def add_stat_options(p: argparse.ArgumentParser, writes: bool = True
                        help="print the table only; write no files")
 
 
+def add_view_options(p: argparse.ArgumentParser) -> None:
+    """What is shown, not what is decided: --metrics and --explain."""
+    p.add_argument("--metrics", metavar="REGEX",
+                   help="show only the table rows whose lkp name matches "
+                   "REGEX (searched, e.g. 'CAL|latency'); the verdict "
+                   "lines and the JSON keep every row")
+    p.add_argument("--explain", action="store_true",
+                   help="end with how to read every part (the statistics, "
+                   "the markers, the rules) instead of one line")
+
+
 def check_stat_options(p: argparse.ArgumentParser,
                        args: argparse.Namespace) -> None:
     if not 0 < args.confidence < 1:
         p.error("--confidence must be between 0 and 1")
     if args.min_effect is not None and args.min_effect < 0:
         p.error("--min-effect must not be negative")
+    if getattr(args, "metrics", None):
+        try:
+            re.compile(args.metrics)
+        except re.error as e:
+            p.error(f"--metrics: not a regular expression: {e}")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -485,9 +650,10 @@ def parser() -> argparse.ArgumentParser:
         "95% confidence interval and (p=..., boots x runs), or ~ when it "
         "is not a change; then the within- and between-boot noise; then a "
         "table of every metric (runtime, latency percentiles, throughput, "
-        "/proc/interrupts rows in total and per storm CPU): mean per set, "
-        "CV, change against the baseline, and * for a change that survives "
-        "the family-wise correction. With --out DIR, also writes the table, "
+        "/proc/interrupts rows in total and per storm CPU): the mean of "
+        "each set's per-boot numbers and their CV, the change against the "
+        "baseline, and * for a change that survives the family-wise "
+        "correction; at most 100 columns. With --out DIR, also writes the table, "
         "a JSON file (lkp-tests stat names) and a PNG plot there. Refuses different storms or "
         "parameters, and environments that move the numbers (--force).",
         epilog="A directory may hold several series (one per storm run, "
@@ -511,6 +677,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pool", action="store_true",
                    help="read every series of a directory, not the newest")
     add_stat_options(p, writes=False)
+    add_view_options(p)
     return p
 
 

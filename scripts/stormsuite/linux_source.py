@@ -113,6 +113,9 @@ def ensure(tree: pathlib.Path | None = None, say=None,
         git(unpacked, *IDENTITY, "commit", "-q", "-m",
             f"Linux {version} (Debian {pkg})")
         git(unpacked, "tag", TAG)
+        if tree.is_dir():
+            # an empty DIR given: the tree goes in its place, not into it
+            tree.rmdir()
         shutil.move(str(unpacked), str(tree))
     return git(tree, "rev-parse", f"{TAG}^{{commit}}")
 

@@ -1,7 +1,12 @@
 """storm lkp install: the storms as lkp-tests programs, in an lkp checkout.
 
 Copies lkp/programs/<storm>/ (run, parse, meta.yaml) and lkp/jobs/*.yaml
-into the checkout, registers the storms as performance testcases
+into the checkout, gives each program its pkg/ (lkp/pkg/: a PKGBUILD
+whose source is this suite at its HEAD commit, and the Debian packages it
+needs), so that lkp's own `lkp install` builds the module on the box and
+packs it under /lkp/benchmarks/<storm>, lists each storm in
+distro/adaptation-pkg/<distro> (`lkp install` builds only the packages
+listed there), registers the storms as performance testcases
 (etc/linux-perf-test-cases) and their primary stats, lower is better
 (etc/index-perf-all.yaml), links the suite where the programs look for it
 (<benchmark root>/storm, lkp's /lkp/benchmarks by default, as lkp installs
@@ -17,12 +22,17 @@ import os
 import pathlib
 import shutil
 import socket
+import subprocess
 import sys
 
 from . import REPO, metrics
 
 PROGRAMS = REPO / "lkp" / "programs"
 JOBS = REPO / "lkp" / "jobs"
+PKG = REPO / "lkp" / "pkg"
+# what the package's build and package take from the suite (lkp/pkg/PKGBUILD)
+PACKAGED = ["Makefile", "Kbuild", "include", "ipistorm", "tlbstorm",
+            "slabstorm", "tests/kmod", "lkp", "scripts"]
 BENCHMARK_ROOT = pathlib.Path("/lkp/benchmarks")
 
 
@@ -49,6 +59,39 @@ def re_name(name: str) -> str:
     return name.replace(".", "\\.")
 
 
+def suite_commit(repo: pathlib.Path = REPO) -> str | None:
+    """The suite's HEAD commit, which the packages build; None outside a
+    git checkout."""
+    try:
+        p = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify",
+                            "HEAD^{commit}"], capture_output=True, text=True)
+    except OSError:             # no git
+        return None
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def uncommitted(repo: pathlib.Path = REPO) -> list[str]:
+    """The files the packages take that differ from HEAD: a package is
+    built from the commit, not the working tree."""
+    try:
+        p = subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
+                            "--untracked-files=no", "--", *PACKAGED],
+                           capture_output=True, text=True)
+    except OSError:
+        return []
+    return [line[3:] for line in p.stdout.splitlines()]
+
+
+def pkgbuild(storm: str, suite: pathlib.Path, commit: str) -> str:
+    """programs/<storm>/pkg/PKGBUILD: lkp/pkg/PKGBUILD for the storm, its
+    source the suite at the commit."""
+    text = (PKG / "PKGBUILD").read_text()
+    for key, value in (("@STORM@", storm), ("@SUITE@", str(suite)),
+                       ("@COMMIT@", commit)):
+        text = text.replace(key, value)
+    return text
+
+
 def add_lines(f: pathlib.Path, lines: list[str]) -> bool:
     """Append the lines f lacks; whether any was."""
     have = f.read_text().splitlines() if f.is_file() else []
@@ -67,10 +110,29 @@ def install(lkp_src: pathlib.Path, benchmark_root: pathlib.Path = BENCHMARK_ROOT
         raise InstallError(f"{lkp_src}: not an lkp-tests checkout (no "
                            "bin/lkp and programs/)")
     done = []
+    commit = suite_commit()
     for program in sorted(p for p in PROGRAMS.iterdir() if p.is_dir()):
         shutil.copytree(program, lkp_src / "programs" / program.name,
                         dirs_exist_ok=True)
         done.append(f"programs/{program.name}")
+        if commit is None:
+            continue
+        pkg = lkp_src / "programs" / program.name / "pkg"
+        pkg.mkdir(exist_ok=True)
+        for f in ("depends", "depends-dev"):
+            shutil.copy2(PKG / f, pkg / f)
+        (pkg / "PKGBUILD").write_text(
+            pkgbuild(program.name, REPO.resolve(), commit))
+        done.append(f"programs/{program.name}/pkg/PKGBUILD "
+                    f"({REPO.resolve()} at {commit[:12]})")
+    storms = sorted(metrics.PRIMARY)
+    # lkp install builds a program's pkg/ only when the distribution's
+    # adaptation-pkg lists it ("NAME::": built by makepkg, as itself)
+    adaptations = lkp_src / "distro" / "adaptation-pkg"
+    if commit is not None and adaptations.is_dir():
+        for f in sorted(adaptations.iterdir()):
+            if f.is_file() and add_lines(f, [f"{s}::" for s in storms]):
+                done.append(f"distro/adaptation-pkg/{f.name}")
     for job in sorted(JOBS.glob("*.yaml")):
         shutil.copy2(job, lkp_src / "jobs" / job.name)
         done.append(f"jobs/{job.name}")
@@ -79,7 +141,6 @@ def install(lkp_src: pathlib.Path, benchmark_root: pathlib.Path = BENCHMARK_ROOT
     # KPIs read which stats are performance and which way is better from
     # index-perf-all.yaml (index-perf.yaml is its shorter list, kept in
     # step)
-    storms = sorted(metrics.PRIMARY)
     if add_lines(lkp_src / "etc" / "linux-perf-test-cases", storms):
         done.append("etc/linux-perf-test-cases")
     index = [f"{re_name(name)}: -1" for storm in storms
@@ -116,8 +177,8 @@ def parser(command: str = "") -> argparse.ArgumentParser:
         "they find it; then `lkp split-job` and `lkp run` a job as for any "
         "lkp program (docs/lkp.md).",
         epilog="example: storm lkp install ~/lkp-tests && cd ~/lkp-tests "
-        "&& bin/lkp split-job jobs/ipistorm.yaml && bin/lkp run "
-        "ipistorm-*.yaml")
+        "&& bin/lkp split-job jobs/ipistorm.yaml && bin/lkp install "
+        "--skip-base ipistorm-*.yaml && bin/lkp run ipistorm-*.yaml")
     sub = p.add_subparsers(dest="command", required=True)
     inst = sub.add_parser("install", help="install the programs and jobs "
                           "into an lkp-tests checkout")
@@ -139,11 +200,19 @@ def main(argv: list[str]) -> int:
         return 1
     for line in done:
         print(f"storm lkp install: {line}")
+    if suite_commit() is None:
+        print("storm lkp install: no PKGBUILD: the suite is not a git "
+              "checkout, and lkp install builds from one", file=sys.stderr)
+    elif changed := uncommitted():
+        print("storm lkp install: lkp install builds the commit, not "
+              "these uncommitted changes: " + " ".join(changed),
+              file=sys.stderr)
     built = sorted(p.parent.name for p in
                    (REPO / "build").glob("*/ipistorm.ko"))
-    print("storm lkp install: the storms are built for "
+    print("storm lkp install: this checkout's storms are built for "
           + (", ".join(built) or "no kernel yet")
-          + " (make builds them for the running one); next: cd "
+          + " (make builds them for the running one, or lkp install "
+          "--skip-base JOB builds the job's package); next: cd "
           f"{args.lkp_src} && bin/lkp split-job jobs/ipistorm.yaml && "
           "bin/lkp run ipistorm-*.yaml")
     return 0

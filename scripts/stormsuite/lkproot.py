@@ -59,12 +59,10 @@ def storm_of(stats: dict[str, Any], root: pathlib.Path) -> str:
     return found.pop()
 
 
-def job_params(root: pathlib.Path, storm: str) -> dict[str, str]:
-    """The job's <storm>: section (job.yaml as lkp writes it: the
-    program's name at the start of a line, its parameters indented)."""
-    job = root / "job.yaml"
-    if not job.is_file():
-        return {}
+def job_section(job: pathlib.Path, storm: str) -> dict[str, str]:
+    """A job file's <storm>: section, every parameter (a job as lkp
+    writes it, split: the program's name at the start of a line, its
+    parameters indented, one value each)."""
     out: dict[str, str] = {}
     inside = False
     for line in job.read_text(errors="replace").splitlines():
@@ -76,9 +74,19 @@ def job_params(root: pathlib.Path, storm: str) -> dict[str, str]:
         if inside:
             key, _, value = line.strip().partition(":")
             value = value.strip().strip("'\"")
-            if key not in ("runs", "warmup") and value:
+            if value:
                 out[key] = value
     return out
+
+
+def job_params(root: pathlib.Path, storm: str) -> dict[str, str]:
+    """The module's parameters in the root's job.yaml: its <storm>:
+    section but storm run's own (runs, warmup)."""
+    job = root / "job.yaml"
+    if not job.is_file():
+        return {}
+    return {k: v for k, v in job_section(job, storm).items()
+            if k not in ("runs", "warmup")}
 
 
 def _runs_from_stats(root: pathlib.Path, label: str) -> list[dict[str, Any]]:

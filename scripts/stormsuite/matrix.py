@@ -221,6 +221,7 @@ def parser() -> argparse.ArgumentParser:
                    help="write the comparison here (default: the first "
                    "candidate's series directory)")
     compare.add_stat_options(p)
+    compare.add_view_options(p)
     options.add_storm_arguments(p)
     return p
 

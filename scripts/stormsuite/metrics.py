@@ -463,3 +463,17 @@ def of_runs(runs: list[dict[str, Any]]) -> dict[Metric, list[float]]:
         return {}
     common = [m for m in per_run[0] if all(m in p for p in per_run[1:])]
     return {m: [p[m] for p in per_run] for m in common}
+
+
+def primary_title(m: Metric, op: str) -> str:
+    """A primary row's name in verdict lines and plots."""
+    if m.name in UNTIMED.values():
+        return f"runtime per {op}"
+    if m.kind == "time":
+        return f"time per {op}"
+    if m.kind == "insn":
+        side = m.name.rpartition(f"insn_per_{op}")[2].lstrip(".")
+        return f"insn per {op}" + (f" ({side})" if side else "")
+    if m.name in SENT_PRIMARY.values():
+        return f"IPIs sent per {op}"
+    return f"IPIs per {op}"

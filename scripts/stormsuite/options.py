@@ -28,13 +28,14 @@ def boots_timed(storm: str | None) -> int:
 
 def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                       boots: int | None = None, runs_: int = 5,
-                      cpus: int = 4, timeout: float = 900,
+                      cpus: int | None = 4, timeout: float = 900,
                       results: pathlib.Path | None = runs.RESULTS,
                       results_help: str = "$STORM_RESULTS or results/"
                       ) -> None:
     """How many boots and runs, in what guest: shared by matrix, ab,
     bisect and the seeds (with their own defaults). boots None: by the
-    primary metric (check_guest_options)."""
+    primary metric (check_guest_options). cpus None: no --cpus (the
+    command sizes its guests itself: seed 003's --sizes)."""
     p.add_argument("--boots", type=int, default=boots,
                    help=f"guests booted per {per}, the unit of replication "
                    + (f"(default {boots})" if boots is not None else
@@ -50,8 +51,9 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
     p.add_argument("--jobs", type=int, default=guest.default_jobs(),
                    help="guests at a time (default 2 on a host with 2 "
                    "cores or more: each TCG guest uses one)")
-    p.add_argument("--cpus", type=int, default=cpus,
-                   help=f"vCPUs (default {cpus})")
+    if cpus is not None:
+        p.add_argument("--cpus", type=int, default=cpus,
+                       help=f"vCPUs (default {cpus})")
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
     p.add_argument("--timeout", type=float, default=timeout,
                    help="seconds per guest before it is killed "

@@ -2,7 +2,10 @@
 summarised for people.
 
 Percentiles come from the module's log-linear histogram buckets (within
-about 6% of the true value), computed here rather than in the kernel.
+about 6% of the true value), computed here rather than in the kernel. A
+run file of a guest with the instruction counter (storm vm's default
+under TCG) also gives the instructions per operation on the storm's
+CPUs, the primary numbers under emulation.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import argparse
 import pathlib
 import sys
 
-from . import result, runs
+from . import metrics, result, runs
 
 PERCENTILES = (50, 90, 99, 99.9)
 
@@ -63,6 +66,25 @@ def summary(res: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def insn_line(doc: dict) -> str:
+    """A run file's instructions per operation, sender and target (or on
+    every CPU the storm ran on), as compare names them; '' without them."""
+    rows = {m.name: v[0] for m, v in metrics.of_runs([doc]).items()
+            if m.kind == "insn" and ".insn_per_" in m.name}
+    if not rows:
+        return ""
+    storm = doc.get("storm", "")
+    op = metrics.PRIMARY[storm][2] if storm in metrics.PRIMARY else "op"
+    base = f"{storm}.insn_per_{op}"
+    parts = [f"{name[len(base) + 1:] or 'together'} {value:,.1f}"
+             for name, value in sorted(rows.items(),
+                                       key=lambda kv: (kv[0] == base, kv[0]))
+             if name.startswith(base)]
+    source = doc.get("insn", {}).get("source", "")
+    return (f"  instructions per {op}: " + ", ".join(parts)
+            + (f"  ({source}: exact per vCPU)" if source else ""))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm show",
@@ -74,14 +96,15 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def load(path: pathlib.Path) -> dict[str, str]:
+def load(path: pathlib.Path) -> tuple[dict[str, str], dict | None]:
     """The storm's result lines: a result file as the module wrote it, or
     the result section of a run file (storm run's JSON, or its capture
-    directory), with its values as the result file spells them."""
+    directory), with its values as the result file spells them; and the
+    run file's document (None for a result file)."""
     if path.is_dir() or path.suffix == ".json":
         doc = runs.load_run(path)
-        return {k: str(v) for k, v in doc["result"].items()}
-    return result.parse(path.read_text())
+        return {k: str(v) for k, v in doc["result"].items()}, doc
+    return result.parse(path.read_text()), None
 
 
 def main(argv: list[str]) -> int:
@@ -90,7 +113,11 @@ def main(argv: list[str]) -> int:
     rc = 0
     for f in args.files:
         try:
-            print(summary(load(f)))
+            res, doc = load(f)
+            print(summary(res))
+            line = insn_line(doc) if doc else ""
+            if line:
+                print(line)
         except (OSError, result.ResultError, runs.RunError) as e:
             print(f"storm show: {f}: {e}", file=sys.stderr)
             rc = 1

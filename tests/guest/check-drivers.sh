@@ -8,6 +8,10 @@
 # $OUT/drivers/keep/.
 #
 # GROUP full: every case; idle (the idle=poll boot): the ipistorm series.
+# The cases after the traced one test the drivers' own plumbing (run files,
+# labels, the refusal path), the same on every kernel: they run only where
+# STORM_CHECK_ONCE is not 0 (lib.sh's once), the full boot of the first
+# kernel under test.
 OUT=${OUT:?OUT must name the output directory}/drivers
 group=${GROUP:-full}
 R=$OUT/results
@@ -27,8 +31,12 @@ case_run ipistorm --runs 5 ipistorm numipi=500 single=1 wait=1 cpulist=0 \
 	offset=1 delay=50
 [ "$group" = full ] || exit 0
 
+# every kernel: what the tracers attach to is the kernel's (kprobes on the
+# x86 send functions before 6.6, the ipi:* and csd:* tracepoints since)
 case_run traced --runs 1 --warmup 0 --trace --bpftrace --keep-trace "$OUT/keep" \
 	--label traced ipistorm numipi=200 single=1 wait=1 cpulist=0 offset=1 delay=50
+# the rest once (lib.sh's once; this script does not source lib.sh)
+[ "${STORM_CHECK_ONCE:-1}" != 0 ] || exit 0
 if [ -f tlbstorm/tlbstorm.c ]; then
 	case_run tlbstorm --runs 2 tlbstorm numflush=100 targets=1-2
 fi

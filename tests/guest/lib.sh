@@ -21,6 +21,8 @@
 #   case_dir NAME                                   make and print $OUT/NAME
 #   dmesg_mark / dmesg_since "$mark"                the kernel log added since
 #   cpu_set CPU 0|1 / storm_threads                 hotplug; the storms' threads
+#   if once; then ... fi                            checks whose outcome does
+#                                                   not depend on the kernel
 #
 # If STORM_HOOK names a function, it is called as `$STORM_HOOK before DIR`
 # and `$STORM_HOOK after DIR` around every case, and `$STORM_HOOK loaded
@@ -34,6 +36,15 @@ debugfs=/sys/kernel/debug
 mkdir -p "$debugfs" 2>/dev/null
 mountpoint -q "$debugfs" 2>/dev/null ||
 	mount -t debugfs none "$debugfs" 2>/dev/null
+
+# once: true in the boots that run the checks whose outcome does not
+# depend on the kernel, false in the others. tests/conftest.py passes
+# STORM_CHECK_ONCE=1 to the boots of the first kernel under test
+# (conftest.ONCE_KERNELS), 0 to the other kernels'; unset, as in a run by
+# hand, it is 1 and every case runs.
+once() {
+	[ "${STORM_CHECK_ONCE:-1}" != 0 ]
+}
 
 case_dir() {
 	mkdir -p "$OUT/$1" && printf '%s\n' "$OUT/$1"

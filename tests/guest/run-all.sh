@@ -39,7 +39,11 @@ for check in "$dir"/check-*.sh; do
 	*) continue ;;
 	esac
 	echo "== $(basename "$check") ($group)"
+	start=$(cut -d' ' -f1 /proc/uptime)
 	GROUP=$group sh "$check" || echo "check script $check exited $?"
+	# what each check costs the boot, for the suite's time budget
+	awk -v name="$name" -v start="$start" '{ printf "%s %.1f\n", name, $1 - start }' \
+		/proc/uptime >>"$OUT/check-seconds"
 done
 if [ -w "$leaks" ]; then
 	# kmemleak reports an object only once it has been unreferenced for
@@ -49,6 +53,8 @@ if [ -w "$leaks" ]; then
 	echo scan >"$leaks"
 	cat "$leaks" >"$OUT/kmemleak"
 fi
+# whether this boot ran the checks that run once (lib.sh's once)
+echo "${STORM_CHECK_ONCE:-1}" >"$OUT/check_once"
 cat /proc/cmdline >"$OUT/cmdline"
 nproc >"$OUT/nproc"
 cat /proc/modules >"$OUT/modules"

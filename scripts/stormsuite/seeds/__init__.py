@@ -47,6 +47,33 @@ def parser(nnn: str) -> argparse.ArgumentParser:
     return p
 
 
+# --dry-run's estimate, per step: a guest's boot and a storm run as
+# matrix.BOOT_SECONDS and RUN_SECONDS (measured: a 4-vCPU guest under
+# single-threaded TCG, two at a time, about 70 s to boot and run its
+# command; a default-sized storm run about 2 s), a kernel build as
+# BUILD_SECONDS from a warm ccache (ab's 2 min; about 15 min cold).
+BUILD_SECONDS = 120
+
+
+def estimate(seed, args: argparse.Namespace) -> str:
+    """The time a seed's command will take, from the per-step figures
+    above and what seed.work(args) says it will do."""
+    from .. import matrix
+    steps, builds = seed.work(args)
+    per_run = matrix.RUN_SECONDS * (args.warmup + args.runs)
+    boots = sum(matrix.BOOT_SECONDS + per_run * n for n in steps)
+    secs = boots / args.jobs + BUILD_SECONDS * builds
+    return (f"estimated time about {secs / 60:.0f} min: {len(steps)} boots "
+            f"{args.jobs} at a time, {matrix.BOOT_SECONDS:.0f} s a boot "
+            f"and {matrix.RUN_SECONDS:.0f} s a run ({sum(steps)} storms x "
+            f"{args.warmup + args.runs} runs)"
+            + (f", {builds} kernel builds at {BUILD_SECONDS // 60} min each "
+               "from a warm ccache (about 15 min each from a cold one; a "
+               "kernel already built is not built again)" if builds else
+               ", nothing to build")
+            + "; larger guests and longer storms take longer")
+
+
 def main(argv: list[str]) -> int:
     usage = ("usage: storm seed NNN [--help] [options]\n\n"
              "Reproduce a seed's measurement: build its kernels from "
@@ -68,6 +95,7 @@ def main(argv: list[str]) -> int:
     seed.check(p, args)
     if args.dry_run:
         print(f"{who}: {seed.plan(args)}")
+        print(f"{who}: {estimate(seed, args)}")
         return 0
     from .. import guest, kbuild, linux_source, source, verdict
     try:

@@ -116,8 +116,11 @@ def build(kernels: list[Kernel], who: str) -> dict[str, pathlib.Path]:
         for k in kernels}
 
 
-def add_guest_options(p: argparse.ArgumentParser, *, cpus: int, boots: int,
+def add_guest_options(p: argparse.ArgumentParser, *, cpus: int | None,
+                      boots: int,
                       runs_: int, timeout: float = 1800) -> None:
+    """options.add_guest_options with the seeds' results directory (cpus
+    None: no --cpus)."""
     options.add_guest_options(
         p, "kernel and boot arguments", boots=boots, runs_=runs_, cpus=cpus,
         timeout=timeout, results=None,

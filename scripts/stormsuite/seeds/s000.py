@@ -59,6 +59,13 @@ def plan(args: argparse.Namespace) -> str:
             f"{args.cpus} vCPUs")
 
 
+def work(args: argparse.Namespace) -> tuple[list[int], int]:
+    """For --dry-run's estimate: the storms each boot runs (one per boot,
+    every kernel booted args.boots times for each wait), and the kernels
+    to build."""
+    return [1] * (len(KERNELS) * len(WAITS) * args.boots), len(KERNELS)
+
+
 def run(args: argparse.Namespace, who: str) -> int:
     results = common.results_dir(args, "000")
     clock = common.Clock()

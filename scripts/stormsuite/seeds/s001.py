@@ -112,6 +112,14 @@ def plan(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def work(args: argparse.Namespace) -> tuple[list[int], int]:
+    """For --dry-run's estimate: the storms each boot runs (every pair of
+    its node count, tlbstorm and ipistorm), and the kernels to build
+    (none: Debian's)."""
+    return [len(runs_of(args, n)) for n in node_counts(args)
+            for _ in range(args.boots)], 0
+
+
 @dataclasses.dataclass
 class Cell:
     nodes: int

@@ -56,6 +56,12 @@ def plan(args: argparse.Namespace) -> str:
             f"slabstorm {' '.join(params(args))} on {args.cpus} vCPUs")
 
 
+def work(args: argparse.Namespace) -> tuple[list[int], int]:
+    """For --dry-run's estimate: one storm a boot, every kernel booted
+    args.boots times; the kernels to build."""
+    return [1] * (len(KERNELS) * args.boots), len(KERNELS)
+
+
 def run(args: argparse.Namespace, who: str) -> int:
     results = common.results_dir(args, "002")
     clock = common.Clock()

@@ -27,10 +27,12 @@ SIZES = [4, 16, 64]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    common.add_guest_options(p, cpus=4, boots=2, runs_=3)
+    common.add_guest_options(p, cpus=None, boots=2, runs_=3)
     p.add_argument("--sizes", default=",".join(map(str, SIZES)),
-                   help="vCPU counts, comma-separated (default 4,16,64; "
-                   "--cpus is not used)")
+                   help="the guests' vCPU counts, comma-separated (default "
+                   "4,16,64; this seed takes no --cpus)")
+    # the other seeds' --cpus, refused with what to say instead
+    p.add_argument("--cpus", help=argparse.SUPPRESS)
     p.add_argument("--kernel", action="append", default=[],
                    help="a stock kernel (repeatable; default 6.1 and 6.12)")
     p.add_argument("--numipi", type=int, default=2000,
@@ -48,6 +50,10 @@ def sizes(args: argparse.Namespace) -> list[int]:
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.cpus is not None:
+        p.error(f"--cpus {args.cpus}: seed 003's guests are sized by "
+                f"--sizes (--sizes {args.cpus}: guests of {args.cpus} "
+                "vCPUs only)")
     try:
         got = sizes(args)
     except ValueError:
@@ -72,6 +78,12 @@ def plan(args: argparse.Namespace) -> str:
             f"{', '.join(map(str, sizes(args)))} vCPUs, {args.boots} boots "
             f"each, {args.warmup} warm-up + {args.runs} runs of ipistorm "
             f"{' '.join(params(args))}; nothing to build")
+
+
+def work(args: argparse.Namespace) -> tuple[list[int], int]:
+    """For --dry-run's estimate: one storm a boot, every kernel booted
+    args.boots times at every size; nothing to build."""
+    return [1] * (len(kernel_specs(args)) * len(sizes(args)) * args.boots), 0
 
 
 def label(spec: str, cpus: int) -> str:

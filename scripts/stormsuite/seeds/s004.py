@@ -52,6 +52,12 @@ def plan(args: argparse.Namespace) -> str:
             f"{' '.join(params(args))} on {args.cpus} vCPUs")
 
 
+def work(args: argparse.Namespace) -> tuple[list[int], int]:
+    """For --dry-run's estimate: one storm a boot, every kernel booted
+    args.boots times with each idle; the kernels to build."""
+    return [1] * (len(KERNELS) * len(IDLES) * args.boots), len(KERNELS)
+
+
 def run(args: argparse.Namespace, who: str) -> int:
     results = common.results_dir(args, "004")
     clock = common.Clock()
