@@ -27,6 +27,7 @@
 #include <linux/cpumask.h>
 #include <linux/jiffies.h>
 #include <linux/seq_file.h>
+#include <linux/timekeeping.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 
@@ -217,6 +218,20 @@ static inline unsigned int storm_hist_index(u64 ns)
 	shift = msb - STORM_HIST_SUB_BITS;
 	return (shift + 1) * STORM_HIST_SUB +
 	       ((ns >> shift) & (STORM_HIST_SUB - 1));
+}
+
+/*
+ * The clock of every timed sample. Not local_clock(): with an unstable
+ * sched_clock (a TSC the kernel does not trust, as in any TCG guest) it
+ * is clamped to one tick past this CPU's last tick, so both reads of a
+ * call that runs after a late tick return the same value and the sample
+ * reads 0 ns. The fast monotonic clock reads the clocksource itself,
+ * never stalls, and is the clock the handlers spin on, so a sender's
+ * sample and its handler's time compare.
+ */
+static __always_inline u64 storm_clock_ns(void)
+{
+	return ktime_get_mono_fast_ns();
 }
 
 /* On a storm's timed path: inline. */

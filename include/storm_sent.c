@@ -256,10 +256,10 @@ static u64 storm_sent_time_calls(void)
 	OPTIMIZER_HIDE_VAR(fn);
 	for (b = 0; b < STORM_SENT_CAL_BATCHES; b++) {
 		preempt_disable();
-		t0 = local_clock();
+		t0 = storm_clock_ns();
 		for (i = 0; i < STORM_SENT_CAL_CALLS; i++)
 			fn(nr_cpu_ids);
-		t = local_clock() - t0;
+		t = storm_clock_ns() - t0;
 		preempt_enable();
 		best = min(best, t);
 	}

@@ -141,7 +141,7 @@ struct ipistorm_sender {
 struct ipistorm_target {
 	u64 handled;
 	/* handler_ns, handler_loops: the current window of the budget */
-	u64 window_end;			/* ktime_get_mono_fast_ns() */
+	u64 window_end;			/* storm_clock_ns() */
 	u64 budget_left;
 	u64 busy_ns;			/* worked, all windows */
 	u64 trimmed;			/* calls cut short by the budget */
@@ -184,17 +184,15 @@ static bool failed;
  * calls again only once the handler has returned: no budget, and no
  * clock read (a loop's instructions stay the only ones it adds).
  *
- * Not local_clock(): with interrupts off and an unstable sched_clock (any
- * TCG guest) it stops one tick past the last tick this CPU took, and the
- * loop would spin for ever. Not ndelay() either: its loop calibration is
- * far off under TCG. The fast monotonic clock reads the clocksource
- * itself.
+ * The busy-wait spins on storm_clock_ns(), which cannot stall with
+ * interrupts off (local_clock() can, and the loop would spin for ever);
+ * not ndelay(): its loop calibration is far off under TCG.
  */
 static void ipistorm_spin(u64 from, u64 ns)
 {
 	u64 end = from + ns;
 
-	while (ktime_get_mono_fast_ns() < end)
+	while (storm_clock_ns() < end)
 		cpu_relax();
 }
 
@@ -217,7 +215,7 @@ static void ipistorm_work(struct ipistorm_target *t)
 	bool cut = false;
 	u64 now, spent;
 
-	now = ktime_get_mono_fast_ns();
+	now = storm_clock_ns();
 	if (now >= t->window_end) {
 		t->window_end = now + IPISTORM_BUSY_WINDOW_NS;
 		t->budget_left = IPISTORM_BUSY_BUDGET_NS;
@@ -236,10 +234,10 @@ static void ipistorm_work(struct ipistorm_target *t)
 	 */
 	spent = spin;
 	if (handler_loops && !cut) {
-		u64 t0 = ktime_get_mono_fast_ns();
+		u64 t0 = storm_clock_ns();
 
 		ipistorm_loops();
-		spent += ktime_get_mono_fast_ns() - t0;
+		spent += storm_clock_ns() - t0;
 	}
 	t->budget_left -= min(spent, t->budget_left);
 	t->busy_ns += spent;
@@ -254,7 +252,7 @@ static void ipistorm_handler(void *info)
 		ipistorm_work(t);
 	} else {
 		if (handler_ns) {
-			ipistorm_spin(ktime_get_mono_fast_ns(), handler_ns);
+			ipistorm_spin(storm_clock_ns(), handler_ns);
 			t->busy_ns += handler_ns;
 		}
 		ipistorm_loops();
@@ -392,10 +390,10 @@ static int ipistorm_sender_fn(void *arg)
 			break;
 		}
 		if (unlikely(timed))
-			t0 = local_clock();
+			t0 = storm_clock_ns();
 		ret = ipistorm_call(s);
 		if (unlikely(timed))
-			t1 = local_clock();
+			t1 = storm_clock_ns();
 		preempt_enable();
 		if (unlikely(ret)) {
 			/* e.g. the target went offline: stop, never hang */

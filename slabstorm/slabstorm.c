@@ -220,7 +220,7 @@ static void slabstorm_ctor(void *obj)
 
 static u64 slabstorm_clock(void)
 {
-	return latency ? local_clock() : 0;
+	return latency ? storm_clock_ns() : 0;
 }
 
 static bool slabstorm_has_phase(enum slabstorm_phase_id p)
@@ -257,7 +257,7 @@ static void slabstorm_phase_end(enum slabstorm_phase_id p, u64 t0)
 	int c;
 
 	if (latency)
-		storm_hist_add(&ph->hist, local_clock() - t0);
+		storm_hist_add(&ph->hist, storm_clock_ns() - t0);
 	ph->count++;
 	storm_irqs_snapshot(snap_cur);
 	storm_irqs_advance(snap_prev, snap_cur);
@@ -542,7 +542,7 @@ static int slabstorm_remote_fn(void *arg)
 			t0 = slabstorm_clock();
 			obj = kmem_cache_alloc(fixed_cache, SLABSTORM_GFP);
 			if (latency && obj)
-				storm_hist_add(&c->alloc_hist, local_clock() - t0);
+				storm_hist_add(&c->alloc_hist, storm_clock_ns() - t0);
 			if (obj) {
 				slabstorm_ring_push(out, obj);
 				c->allocs++;
@@ -557,7 +557,7 @@ static int slabstorm_remote_fn(void *arg)
 			t0 = slabstorm_clock();
 			kmem_cache_free(fixed_cache, obj);
 			if (latency)
-				storm_hist_add(&c->free_hist, local_clock() - t0);
+				storm_hist_add(&c->free_hist, storm_clock_ns() - t0);
 			c->frees++;
 			busy = true;
 		} else if (!producing && (slabstorm_ring_drained(in) ||

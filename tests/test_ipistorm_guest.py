@@ -219,6 +219,9 @@ def test_latency_histogram_is_consistent(guest):
     assert hist is not None
     assert hist.count == 1000
     assert_histogram(hist)
+    # every call waits for an IPI's round trip to another vCPU: thousands
+    # of instructions, never 0 ns on a clock that cannot stall
+    assert hist.min_ns > 0, hist
 
 
 def test_default_times_one_call_in_64(guest):
@@ -264,14 +267,13 @@ def test_latency_off_records_no_histogram(guest):
 def test_handler_time_and_delay_runs(guest):
     res = ok(guest.case("ipi_handler"))
     assert result.per_cpu(res, "handled")[1] == 200
-    # Each call waits for a 200 us handler; a bare call costs ~30 us under
-    # TCG. The median, not the minimum: the handler times itself with the
-    # clocksource (ktime_get_mono_fast_ns), the sender with its own
-    # local_clock(), and an unstable sched_clock (TSC under TCG) lets the
-    # two disagree on a few calls.
+    # Each call waits for its 200 us handler, which spins on the clock the
+    # sender times the call with: no sample can read less, whatever the
+    # host does to the guest's ticks (local_clock() read 0 ns for calls
+    # after a late tick, 135 of these 200 in one CI run).
     hist = result.histogram(res, "sender.0.latency")
-    assert hist is not None
-    assert hist.percentile(50) >= 200000 * 0.95
+    assert hist is not None and hist.count == 200
+    assert hist.min_ns >= 200000, hist
     res = ok(guest.case("ipi_delay"))
     assert int(res["sender.0.calls"]) == 50
 

@@ -327,10 +327,10 @@ static int tlbstorm_flush_user(struct tlbstorm_flusher *f)
 		}
 	}
 	if (latency)
-		t0 = local_clock();
+		t0 = storm_clock_ns();
 	ret = vm_munmap(addr, len);
 	if (latency && !ret)
-		storm_hist_add(&f->hist, local_clock() - t0);
+		storm_hist_add(&f->hist, storm_clock_ns() - t0);
 	return ret;
 }
 
@@ -344,11 +344,11 @@ static int tlbstorm_flush_kernel(struct tlbstorm_flusher *f)
 	if (!addr)
 		return -ENOMEM;
 	if (latency)
-		t0 = local_clock();
+		t0 = storm_clock_ns();
 	vunmap(addr);
 	vm_unmap_aliases();
 	if (latency)
-		storm_hist_add(&f->hist, local_clock() - t0);
+		storm_hist_add(&f->hist, storm_clock_ns() - t0);
 	return 0;
 }
 
