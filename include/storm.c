@@ -785,13 +785,34 @@ int storm_check_memory(const char *what, u64 bytes)
 	return -EINVAL;
 }
 
+/*
+ * A check of what the storm drove found it wrong (a call that ran on
+ * another CPU than it was sent to, or not exactly once; a flush that
+ * missed a CPU): @n violations, said once in the log, counted in the
+ * result's "failures" line, and the run ends "End of test: FAILURE", as
+ * the kernel's torture tests end theirs. The controller's, after the run:
+ * never on a storm's timed path.
+ */
+void storm_check_failed(struct storm_ctl *ctl, u64 n, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	pr_err("check failed: %pV\n", &vaf);
+	va_end(args);
+	ctl->failures += n;
+}
+
 /* ---------------------------------------------------------------------
  * Result file helpers: flat "name: value" lines.
  */
 const char *storm_status(const struct storm_ctl *ctl,
 			 bool failed)
 {
-	if (failed)
+	if (failed || ctl->failures)
 		return "failed";
 	if (READ_ONCE(ctl->interrupted))
 		return "interrupted";
@@ -868,6 +889,7 @@ void storm_show_header(struct seq_file *m, const char *storm,
 	seq_printf(m, "kernel: %s\n", init_utsname()->release);
 	seq_printf(m, "kernel.preempt: %s\n", storm_preempt_model());
 	seq_printf(m, "status: %s\n", storm_status(ctl, failed));
+	seq_printf(m, "failures: %llu\n", ctl->failures);
 	storm_show_cpus_online(m, ctl->irqs_before);
 	seq_printf(m, "runtime_ns: %llu\n", ctl->end_ns - ctl->start_ns);
 	/* what the interrupt counts cover: runtime_ns and the snapshots */
@@ -903,7 +925,7 @@ void storm_print_end(const struct storm_ctl *ctl, bool failed,
 
 	if (!strcmp(status, "done"))
 		strscpy(tag, "End of test: SUCCESS", sizeof(tag));
-	else if (failed)
+	else if (failed || ctl->failures)
 		strscpy(tag, "End of test: FAILURE", sizeof(tag));
 	else
 		snprintf(tag, sizeof(tag), "End of test: FAILURE (%s)", status);

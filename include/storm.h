@@ -105,6 +105,7 @@ struct storm_ctl {
 	bool deadline_hit;		/* a fixed-count run ran out of time */
 	bool interrupted;		/* stopped by a signal or by rmmod */
 	bool hotplug;			/* a CPU went off- or online meanwhile */
+	u64 failures;			/* see storm_check_failed() */
 	atomic64_t last_end_ns;		/* the latest worker end so far */
 	u64 start_ns, end_ns;		/* ktime_get_ns() */
 	/* the window's interrupt counts, see storm_irqs_begin() */
@@ -321,6 +322,8 @@ int storm_check_memory(const char *what, u64 bytes);
  * storm_print_params() with its own parameters.
  */
 const char *storm_status(const struct storm_ctl *ctl, bool failed);
+__printf(3, 4)
+void storm_check_failed(struct storm_ctl *ctl, u64 n, const char *fmt, ...);
 void storm_show_header(struct seq_file *m, const char *storm,
 		       const struct storm_ctl *ctl, bool failed);
 __printf(2, 3)

@@ -110,3 +110,13 @@ def test_start_and_end_lines_of_one_module():
         == ["Start of test", "End of test: FAILURE (interrupted)"]
     # the summary and per-sender lines are not theirs
     assert dmesg.storm_lines("ipistorm: summary: senders=1 calls=5\n") == []
+
+
+def test_a_failed_check_is_a_problem_unless_injected():
+    failed = "[ 9.1] ipistorm: check failed: CPU 2 ran 99 calls, 100 were sent to it"
+    assert dmesg.problems(failed) == [failed]
+    assert dmesg.problems("[ 9.1] tlbstorm: check failed: x\n") != []
+    injected = "[ 9.0] ipistorm: check: injected: CPU 0's count one too many\n"
+    assert dmesg.problems(injected + failed) == []
+    # the excuse covers one report, not the next
+    assert dmesg.problems(injected + failed + "\n" + failed) == [failed]

@@ -14,7 +14,7 @@ import pytest
 from conftest import (DEBUG_KERNEL, HLT_IDLE_MISS, KERNELS, STRAY_CAL,
                       assert_clean, assert_histogram, assert_refused,
                       assert_start_and_end, boot)
-from stormsuite import interrupts, kernels, result, vm
+from stormsuite import dmesg, interrupts, kernels, result, vm
 
 CPUS = {0, 1, 2, 3}
 
@@ -23,6 +23,8 @@ def ok(case):
     assert case.rc == 0, f"{case.name}: insmod failed: {case.stderr}"
     res = case.result
     assert res["status"] == "done", res["status"]
+    # every call ran on the CPU it was sent to, exactly once
+    assert res["failures"] == "0"
     assert "End of test: SUCCESS" in case.dmesg
     assert_clean(case.dmesg)
     assert_start_and_end(case, "ipistorm")
@@ -262,6 +264,27 @@ def test_latency_off_records_no_histogram(guest):
     assert "latency.sampled_every" not in res
     assert not [k for k in res if ".latency." in k]
     assert int(res["sender.0.calls"]) == 500
+
+
+def test_a_miscounted_call_ends_the_storm_failure(guest):
+    """The calls check (issue 46 item 7): every other case ends with
+    failures 0 (ok()), for every kind of call; here a count one off,
+    injected at the check, fails the storm, names the CPU, and is a
+    problem in the log for every scan of it."""
+    case = guest.case("ipi_miscount")
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "failed"
+    assert res["failures"] == "1"
+    assert res["sender.0.calls"] == "100" and res["handled.1"] == "100"
+    lines = [x for x in case.dmesg.splitlines() if "ipistorm: check" in x]
+    assert [x.split("ipistorm: ")[1] for x in lines] == [
+        "check: injected: CPU 0's count one too many",
+        "check failed: CPU 0 ran 1 calls, 0 were sent to it"], lines
+    # asked for, so not a problem; the same report alone is one
+    assert_clean(case.dmesg)
+    assert dmesg.problems(lines[1]) == [lines[1]]
+    assert_start_and_end(case, "ipistorm", "End of test: FAILURE")
 
 
 def test_handler_time_and_delay_runs(guest):

@@ -42,6 +42,7 @@ def ok(case):
     res = case.result
     assert res["storm"] == "slabstorm"
     assert res["status"] == "done", res["status"]
+    assert res["failures"] == "0"
     assert res["error"] == "0"
     assert "End of test: SUCCESS" in case.dmesg
     assert_clean(case.dmesg)

@@ -41,6 +41,7 @@ def ok(case) -> dict[str, str]:
     res = case.result
     assert res["storm"] == "tlbstorm"
     assert res["status"] == "done", res["status"]
+    assert res["failures"] == "0"
     assert "tlbstorm: End of test: SUCCESS" in case.dmesg
     assert_clean(case.dmesg)
     assert_start_and_end(case, "tlbstorm")

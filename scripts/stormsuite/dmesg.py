@@ -8,9 +8,14 @@ import re
 
 # What rcutorture's kvm.sh and this suite treat as a broken kernel. The
 # hung-task detector says "blocked for more than N seconds" and names
-# hung_task_timeout_secs, so both spellings are caught.
+# hung_task_timeout_secs, so both spellings are caught; a storm's own
+# correctness check says "<storm>: check failed: ...".
+CHECK_FAILED = r"\b(?:ipi|tlb|slab)storm: check failed:"
 PROBLEM = re.compile(r"\bBUG\b|WARNING:|Oops|Call Trace|soft lockup|"
-                     r"hung[ _]task|blocked for more than")
+                     r"hung[ _]task|blocked for more than|" + CHECK_FAILED)
+# A check failure asked for (ipistorm inject_miscount=1) is announced on
+# the line before its report.
+CHECK_INJECTED = re.compile(r"\b(?:ipi|tlb|slab)storm: check: injected:")
 # An allocation failure asked for by fault injection (verbose=1 prints this
 # line, without a stack) ...
 INJECTED = "FAULT_INJECTION: forcing a failure"
@@ -27,10 +32,17 @@ def problems(log: str) -> list[str]:
     """Lines that show a kernel problem (BUG, WARNING, Oops, ...). The
     stack dump of an allocation-failure report that follows an injected
     failure is not one: the kernel says it was asked to fail, and says
-    where. Every other line of such a block is still scanned."""
+    where. Every other line of such a block is still scanned. Nor is the
+    check failure that follows an injected miscount."""
     out = []
-    injected = excused = False
+    injected = excused = check_injected = False
     for line in log.splitlines():
+        if CHECK_INJECTED.search(line):
+            check_injected = True
+            continue
+        if check_injected and re.search(CHECK_FAILED, line):
+            check_injected = False
+            continue
         if INJECTED in line:
             injected = True
         elif injected and ALLOC_FAILURE.search(line):

@@ -38,6 +38,8 @@ storm_case ipi_handler_two ipistorm numipi=300 cpulist=0,2 targets=1 handler_ns=
 # budget, the loops timed into it
 storm_case ipi_loops_flood ipistorm numipi=300 single=1 wait=0 handler_loops=100000 cpulist=0
 storm_case ipi_delay ipistorm numipi=50 single=1 delay=1000 cpulist=0
+# the calls check: a count one off (injected) ends the storm FAILURE
+storm_case ipi_miscount ipistorm numipi=100 single=1 cpulist=0 inject_miscount=1
 storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0
 
 # The window's end (docs/safety.md, item 9): 20 short storms to an
