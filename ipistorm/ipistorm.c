@@ -95,6 +95,10 @@ static bool background;
 module_param(background, bool, 0444);
 MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
 
+static unsigned int pileup = 4;
+module_param(pileup, uint, 0444);
+MODULE_PARM_DESC(pileup, "The most senders that may call one CPU that sends no calls itself: more can hold it in hardirq however short the handler (default 4; at least 1)");
+
 static bool inject_miscount;
 module_param(inject_miscount, bool, 0444);
 MODULE_PARM_DESC(inject_miscount, "Check a count one call off on the first CPU checked, to show that a call run twice or lost ends the storm FAILURE (default 0)");
@@ -105,6 +109,8 @@ MODULE_PARM_DESC(inject_miscount, "Check a count one call off on the first CPU c
 #define IPISTORM_BUSY_WINDOW_NS	(2UL * NSEC_PER_MSEC)
 #define IPISTORM_BUSY_BUDGET_NS	(1UL * NSEC_PER_MSEC)
 #define IPISTORM_MAX_LATENCY	(1U << 20)
+/* loops this short cost no more than the call itself: see ipistorm_pace() */
+#define IPISTORM_FREE_LOOPS	1000UL
 
 enum ipistorm_kind {
 	IPISTORM_ALL,		/* smp_call_function */
@@ -133,6 +139,7 @@ struct ipistorm_sender {
 	u32 rnd;			/* xorshift32 state, never 0 */
 	u32 pos;			/* place of the last timed call in its block */
 	u64 busy;			/* async: csd still in flight, retried */
+	u64 owed_ns, paced_ns;		/* see ipistorm_pace() */
 	u64 start_ns, end_ns;
 	/* async: written by the target's handler, read by the sender */
 	call_single_data_t csd;
@@ -160,6 +167,7 @@ static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_hist *hist_total;
 static bool busy_budget;		/* see ipistorm_work() */
+static bool paced;			/* see ipistorm_pace() */
 static bool failed;
 
 /*
@@ -186,8 +194,9 @@ static bool failed;
  * end of one window, the next one's at its start) and a loop, at most
  * about half of the target's time; handler.<cpu>.trimmed counts the
  * calls cut short. With wait=1 and one sender per target, the sender
- * calls again only once the handler has returned: no budget, and no
- * clock read (a loop's instructions stay the only ones it adds).
+ * calls again only once the handler has returned: no budget, no clock
+ * read here (a loop's instructions stay the only ones it adds); the
+ * sender paces itself instead (ipistorm_pace()).
  *
  * The busy-wait spins on storm_clock_ns(), which cannot stall with
  * interrupts off (local_clock() can, and the loop would spin for ever);
@@ -366,6 +375,37 @@ static u64 ipistorm_first_skip(struct ipistorm_sender *s)
 }
 
 /*
+ * With wait=1 and one sender per target no call waits at its target, so
+ * the budget never trims one; yet calls back to back would keep the
+ * target in its handler nearly all the time (99.9% with a 1 ms handler):
+ * its timer, softirqs and tasks starve for as long as the storm runs. So
+ * in such storms with handler work (paced, set at load) the sender pays
+ * the time back: once its calls have taken IPISTORM_BUSY_BUDGET_NS it
+ * sleeps as long as they took (delay's sleeps count), so its target works
+ * at most about half its time and every call keeps its whole handler.
+ * A call's time is the sender's, the handler's and the IPI's, so the
+ * target is idle for at least as long as it worked. Loops of at most
+ * IPISTORM_FREE_LOOPS (about a microsecond on hardware, no more than the
+ * call itself) are not paced: their calls add the loop's instructions
+ * alone.
+ */
+static void ipistorm_pace(struct ipistorm_sender *s, u64 took)
+{
+	u64 t0;
+
+	s->owed_ns += took;
+	if (delay)
+		s->owed_ns -= min_t(u64, s->owed_ns, delay * NSEC_PER_USEC);
+	if (s->owed_ns < IPISTORM_BUSY_BUDGET_NS)
+		return;
+	t0 = storm_clock_ns();
+	usleep_range(div_u64(s->owed_ns, NSEC_PER_USEC),
+		     div_u64(s->owed_ns, NSEC_PER_USEC) + 50);
+	s->paced_ns += storm_clock_ns() - t0;
+	s->owed_ns = 0;
+}
+
+/*
  * The timed loop: no locks, allocations or printing in here.
  *
  * Preemption is off from the clock read to the clock read (the calls keep
@@ -377,7 +417,7 @@ static int ipistorm_sender_fn(void *arg)
 {
 	struct ipistorm_sender *s = arg;
 	u64 skip = ipistorm_first_skip(s);	/* untimed calls to go */
-	u64 t0 = 0, t1;
+	u64 t0 = 0, t1 = 0;
 	bool timed;
 	int ret;
 
@@ -394,10 +434,10 @@ static int ipistorm_sender_fn(void *arg)
 			storm_ctl_moved(&ctl);
 			break;
 		}
-		if (unlikely(timed))
+		if (unlikely(timed || paced))
 			t0 = storm_clock_ns();
 		ret = ipistorm_call(s);
-		if (unlikely(timed))
+		if (unlikely(timed || paced))
 			t1 = storm_clock_ns();
 		preempt_enable();
 		if (unlikely(ret)) {
@@ -417,6 +457,8 @@ static int ipistorm_sender_fn(void *arg)
 			usleep_range(delay, delay + 1);
 		else
 			cond_resched_tasks_rcu_qs();
+		if (unlikely(paced))
+			ipistorm_pace(s, t1 - t0);
 	}
 	s->end_ns = ktime_get_ns();
 	storm_worker_done(&ctl);
@@ -445,12 +487,12 @@ static int ipistorm_target_of(int cpu)
 /* "<tag>: numipi=..." with the CPU lists and kind as the storm runs them */
 static void ipistorm_print_params(const char *tag)
 {
-	storm_print_params(tag, "numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s busy_budget=%d",
+	storm_print_params(tag, "numipi=%lu timeout=%lu wait=%d single=%d async=%d offset=%lu mask=%#lx delay=%lu handler_ns=%lu handler_loops=%lu latency=%u background=%d cpulist=%*pbl targets=%*pbl kind=%s busy_budget=%d paced=%d pileup=%u",
 			   numipi, timeout, wait, single, async, offset, mask,
 			   delay, handler_ns, handler_loops, latency, background,
 			   cpumask_pr_args(sender_mask),
 			   cpumask_pr_args(target_mask), ipistorm_kind_name[kind],
-			   busy_budget);
+			   busy_budget, paced, pileup);
 }
 
 /*
@@ -551,6 +593,50 @@ static int ipistorm_check_many(void)
 	return 0;
 }
 
+/*
+ * A CPU that sends no calls itself takes every call of its senders in
+ * hardirq, back to back, however short the handler: at most pileup
+ * senders on one such CPU. (A CPU that also sends spends its own time
+ * calling, as in the all-CPU storm.)
+ */
+static int ipistorm_check_pileup(void)
+{
+	unsigned int *n, most = 0;
+	int cpu, at = -1;
+
+	if (!pileup) {
+		pr_err("pileup=0: at least one sender must be able to call a CPU\n");
+		return -EINVAL;
+	}
+	if (kind == IPISTORM_ALL || kind == IPISTORM_MANY) {
+		for_each_cpu(cpu, target_mask) {
+			if (cpumask_test_cpu(cpu, sender_mask))
+				continue;
+			most = cpumask_weight(sender_mask);
+			at = cpu;
+			break;
+		}
+	} else {
+		n = kvcalloc(nr_cpu_ids, sizeof(*n), GFP_KERNEL);
+		if (!n)
+			return -ENOMEM;
+		for_each_cpu(cpu, sender_mask) {
+			int t = per_cpu_ptr(senders, cpu)->target;
+
+			if (!cpumask_test_cpu(t, sender_mask) && ++n[t] > most) {
+				most = n[t];
+				at = t;
+			}
+		}
+		kvfree(n);
+	}
+	if (most <= pileup)
+		return 0;
+	pr_err("CPU %d would take the calls of %u senders and send none itself, more than pileup=%u (raise pileup= to allow it)\n",
+	       at, most, pileup);
+	return -EINVAL;
+}
+
 static int ipistorm_check_params(void)
 {
 	int ret;
@@ -569,10 +655,22 @@ static int ipistorm_check_params(void)
 		return -EINVAL;
 	}
 	if (single)
-		return ipistorm_check_single();
-	if (!targets)
-		return ipistorm_check_all();
-	return ipistorm_check_many();
+		ret = ipistorm_check_single();
+	else if (!targets)
+		ret = ipistorm_check_all();
+	else
+		ret = ipistorm_check_many();
+	return ret ?: ipistorm_check_pileup();
+}
+
+/* per_call includes the sender's sleeps: delay's, and paced ones */
+static const char *ipistorm_per_call_note(void)
+{
+	if (delay && paced)
+		return " (with delay, paced)";
+	if (delay)
+		return " (with delay)";
+	return paced ? " (paced)" : "";
 }
 
 static void ipistorm_print_results(void)
@@ -598,7 +696,7 @@ static void ipistorm_print_results(void)
 			pr_info("cpu %d -> %d: calls=%llu errors=%llu time=%llu ns per_call=%llu ns%s sampled_min=%llu sampled_max=%llu ns timed=%llu CAL=%llu\n",
 				cpu, s->target, s->calls, s->errors, ns,
 				s->calls ? div64_u64(ns, s->calls) : 0,
-				delay ? " (with delay)" : "",
+				ipistorm_per_call_note(),
 				storm_hist_min(&s->hist), s->hist.max_ns,
 				s->hist.count,
 				storm_irq_delta(irqs_after[s->target].cal,
@@ -607,7 +705,7 @@ static void ipistorm_print_results(void)
 			pr_info("cpu %d -> %*pbl: calls=%llu time=%llu ns per_call=%llu ns%s sampled_min=%llu sampled_max=%llu ns timed=%llu\n",
 				cpu, cpumask_pr_args(target_mask), s->calls, ns,
 				s->calls ? div64_u64(ns, s->calls) : 0,
-				delay ? " (with delay)" : "",
+				ipistorm_per_call_note(),
 				storm_hist_min(&s->hist), s->hist.max_ns,
 				s->hist.count);
 		if (s->errors)
@@ -635,9 +733,10 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 		   "param.wait: %d\nparam.single: %d\nparam.async: %d\n"
 		   "param.offset: %lu\nparam.mask: %lu\nparam.delay: %lu\n"
 		   "param.handler_ns: %lu\nparam.handler_loops: %lu\n"
-		   "param.latency: %u\nparam.background: %d\n",
+		   "param.latency: %u\nparam.background: %d\n"
+		   "param.pileup: %u\n",
 		   numipi, timeout, wait, single, async, offset, mask, delay,
-		   handler_ns, handler_loops, latency, background);
+		   handler_ns, handler_loops, latency, background, pileup);
 	seq_printf(m, "param.cpulist: %*pbl\nparam.targets: %*pbl\n",
 		   cpumask_pr_args(sender_mask), cpumask_pr_args(target_mask));
 	seq_printf(m, "kind: %s\n", ipistorm_kind_name[kind]);
@@ -658,6 +757,9 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 		if (kind == IPISTORM_ASYNC)
 			seq_printf(m, "sender.%d.busy_retries: %llu\n", cpu,
 				   s->busy);
+		if (paced)
+			seq_printf(m, "sender.%d.paced_ns: %llu\n", cpu,
+				   s->paced_ns);
 		if (latency) {
 			snprintf(name, sizeof(name), "sender.%d.latency", cpu);
 			storm_hist_show(m, name, &s->hist);
@@ -682,8 +784,9 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 	}
 	if (handler_ns || handler_loops)
 		seq_printf(m, "handler.busy_budget: %d\nhandler.budget_ns: %lu\n"
-			   "handler.window_ns: %lu\n", busy_budget,
-			   IPISTORM_BUSY_BUDGET_NS, IPISTORM_BUSY_WINDOW_NS);
+			   "handler.window_ns: %lu\nhandler.paced: %d\n",
+			   busy_budget, IPISTORM_BUSY_BUDGET_NS,
+			   IPISTORM_BUSY_WINDOW_NS, paced);
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
 	storm_pmu_show(m);
@@ -860,6 +963,8 @@ static int __init ipistorm_init(void)
 		goto err_unwatch;
 	}
 	busy_budget = (handler_ns || handler_loops) && ipistorm_back_to_back();
+	paced = !busy_budget &&
+		(handler_ns || handler_loops > IPISTORM_FREE_LOOPS);
 	ipistorm_print_params("Start of test");
 	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
 	for_each_cpu(cpu, sender_mask) {

@@ -303,11 +303,50 @@ def test_handler_time_and_delay_runs(guest):
 
 def test_one_waiting_sender_per_target_gets_its_whole_handler(guest):
     """wait=1, one sender per target: the sender calls again only once
-    the handler has returned, so no budget and nothing trimmed."""
+    the handler has returned, so no budget and nothing trimmed; and it
+    sleeps as long as its calls took once they took 1 ms (paced), so the
+    target works at most half the storm and one budget."""
     res = ok(guest.case("ipi_handler"))
     assert res["handler.busy_budget"] == "0"
+    assert res["handler.paced"] == "1"
     assert res["handler.1.trimmed"] == "0"
-    assert int(res["handler.1.busy_ns"]) == 200 * 200000
+    busy = int(res["handler.1.busy_ns"])
+    assert busy == 200 * 200000
+    # each sleep is asked in whole us (at most 1 us short) for what the
+    # calls took, each at least its handler; the last ms is not slept off
+    sleeps = busy // 10**6
+    assert int(res["sender.0.paced_ns"]) >= busy - 10**6 - sleeps * 1000, res
+    assert busy <= int(res["sender.0.runtime_ns"]) / 2 + 10**6, res
+
+
+def test_long_loops_are_paced_short_ones_add_their_instructions_alone(
+        guest):
+    """handler_loops=100000 with one waiting sender: 30-50 us a call on
+    hardware, back to back; paced as handler_ns is. 1000 loops cost no
+    more than the call: no pacing, no clock read added."""
+    res = ok(guest.case("ipi_loops_paced"))
+    assert res["handler.busy_budget"] == "0" and res["handler.paced"] == "1"
+    assert result.per_cpu(res, "handled")[1] == 100
+    calls = result.histogram(res, "sender.0.latency")
+    assert calls.count == 100
+    # every call's time is owed; the sender sleeps off all but the last
+    # ms, each sleep at most 1 us short
+    took = calls.count * calls.mean_ns
+    assert int(res["sender.0.paced_ns"]) >= took - 10**6 - calls.count * 1000, \
+        res
+    assert "(paced)" in guest.case("ipi_loops_paced").dmesg
+    res = ok(guest.case("ipi_loops_free"))
+    assert res["handler.busy_budget"] == "0" and res["handler.paced"] == "0"
+    assert "sender.0.paced_ns" not in res
+    assert result.per_cpu(res, "handled")[1] == 100
+
+
+def test_senders_may_pile_up_on_a_cpu_to_the_limit(guest):
+    """Three senders on a CPU that sends nothing: refused at pileup=2
+    (BAD), run at pileup=3."""
+    res = ok(guest.case("ipi_pileup_at_limit"))
+    assert res["param.pileup"] == "3"
+    assert result.per_cpu(res, "handled")[1] == 300
 
 
 @pytest.mark.parametrize("name,calls", [("ipi_handler_flood", 1000),
@@ -426,6 +465,11 @@ BAD = {
     "bad_targets_single": "targets= is for single=0",
     "bad_async_many": "async=1 needs single=1",
     "bad_latency_huge": "latency=1048577: out of range (at most 1048576)",
+    "bad_pileup_many": "CPU 1 would take the calls of 3 senders and send "
+                       "none itself, more than pileup=2",
+    "bad_pileup_all": "CPU 1 would take the calls of 2 senders and send "
+                      "none itself, more than pileup=1",
+    "bad_pileup_zero": "pileup=0: at least one sender",
     "bad_offline_sender": "cpulist=3: CPU 3 is not online",
     "bad_offline_target": "CPU 0 -> target CPU 1 is not online",
 }

@@ -38,6 +38,12 @@ storm_case ipi_handler_two ipistorm numipi=300 cpulist=0,2 targets=1 handler_ns=
 # budget, the loops timed into it
 storm_case ipi_loops_flood ipistorm numipi=300 single=1 wait=0 handler_loops=100000 cpulist=0
 storm_case ipi_delay ipistorm numipi=50 single=1 delay=1000 cpulist=0
+# wait=1, one sender per target: the sender pays the handler's time back
+# in sleep (paced); loops of at most 1000 add their instructions alone
+storm_case ipi_loops_paced ipistorm numipi=100 single=1 handler_loops=100000 cpulist=0 latency=1
+storm_case ipi_loops_free ipistorm numipi=100 single=1 handler_loops=1000 cpulist=0
+# three senders on a CPU that does not send: allowed up to pileup=
+storm_case ipi_pileup_at_limit ipistorm numipi=100 cpulist=0,2,3 targets=1 pileup=3
 # the calls check: a count one off (injected) ends the storm FAILURE
 storm_case ipi_miscount ipistorm numipi=100 single=1 cpulist=0 inject_miscount=1
 storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0
@@ -95,6 +101,9 @@ if once; then
 	storm_quick_case bad_targets_single ipistorm numipi=10 single=1 targets=2
 	storm_quick_case bad_async_many ipistorm numipi=10 async=1
 	storm_quick_case bad_latency_huge ipistorm numipi=10 latency=1048577
+	storm_quick_case bad_pileup_many ipistorm numipi=10 cpulist=0,2,3 targets=1 pileup=2
+	storm_quick_case bad_pileup_all ipistorm numipi=10 cpulist=0,2 pileup=1
+	storm_quick_case bad_pileup_zero ipistorm numipi=10 pileup=0
 fi
 
 # Offline CPUs: as sender and as target. The refusals are the module's
