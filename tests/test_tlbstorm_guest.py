@@ -21,7 +21,7 @@ import pytest
 
 from conftest import (assert_clean, assert_histogram, assert_refused,
                       assert_start_and_end)
-from stormsuite import interrupts, result
+from stormsuite import dmesg, interrupts, result
 
 # At least this share of the ideal count where no worker holds the CPU
 # (kernel mode: every online CPU is aimed at): a flush that reaches a CPU
@@ -193,6 +193,34 @@ def test_only_the_target_cpus_are_shot_down(guest):
     proc = interrupts.per_cpu(case.irq_delta, "TLB")
     for cpu in (2, 3):
         assert proc[cpu] <= STRAY * 200, proc
+
+
+def test_a_flush_that_missed_a_cpu_ends_the_storm_failure(guest):
+    """The flush check (issue 46 item 7), assert_storm_landed's invariant
+    in the module: every other user-mode case ends with failures 0
+    (ok()); here CPU 1's TLB count, made one short of the flushes its
+    worker held at the check, fails the storm, names the CPU, and is a
+    problem in the log for every scan of it."""
+    case = guest.case("tlb_miscount")
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "failed"
+    assert res["failures"] == "1"
+    assert res["flushes"] == "100" and targets(res) == [1]
+    held = flushes_held(res)[1]
+    # the storm itself landed: only the check's count was made short
+    assert held > 0
+    assert_storm_landed(res, "TLB", 100)
+    assert summary_of(case)["status"] == "failed"
+    lines = [x for x in case.dmesg.splitlines() if "tlbstorm: check" in x]
+    assert [x.split("tlbstorm: ")[1] for x in lines] == [
+        "check: injected: CPU 1's TLB count one short of its flushes held",
+        f"check failed: CPU 1 got {held - 1} TLB interrupts, fewer than "
+        f"the {held} flushes its worker held it through"], lines
+    # asked for, so not a problem; the same report alone is one
+    assert_clean(case.dmesg)
+    assert dmesg.problems(lines[1]) == [lines[1]]
+    assert_start_and_end(case, "tlbstorm", "End of test: FAILURE")
 
 
 def test_a_shared_worker_cpu_gets_the_flushes_of_its_share(guest):

@@ -45,6 +45,10 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
+#ifdef CONFIG_PARAVIRT
+#include <asm/paravirt.h>
+#endif
+
 #include "storm.h"
 #include "storm_compat.h"
 
@@ -83,6 +87,10 @@ MODULE_PARM_DESC(latency, "Time every unmap (and its shootdown) into a histogram
 static bool background;
 module_param(background, bool, 0444);
 MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
+
+static bool inject_miscount;
+module_param(inject_miscount, bool, 0444);
+MODULE_PARM_DESC(inject_miscount, "Check a TLB count one short of the flushes held on the first worker CPU that held one, to show that a flush that missed a CPU ends the storm FAILURE (default 0)");
 
 /* 4096 pages is 16 MiB populated per flush and far above any full-flush ceiling. */
 #define TLBSTORM_MAX_PAGES	4096UL
@@ -167,6 +175,7 @@ static struct completion workers_all_ready;
 static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_hist *hist_total;
+static const char *no_check;		/* why the flush check does not apply */
 static bool failed;
 
 static void tlbstorm_worker_ready(void)
@@ -719,6 +728,79 @@ static void tlbstorm_workers_oncpu(bool storm_over)
 	}
 }
 
+/*
+ * Why a flush of the storm's mm may have reached a CPU that ran it with
+ * no interrupt there, or NULL. Call with the mm still held.
+ */
+static const char *tlbstorm_flush_without_ipi(void)
+{
+#ifdef CONFIG_PARAVIRT
+	char name[64];
+#endif
+
+#ifdef CONFIG_BROADCAST_TLB_FLUSH
+	/*
+	 * An mm active on four CPUs or more may get a global ASID
+	 * (consider_global_asid()), which it keeps till it goes: from then
+	 * on flush_tlb_mm_range() flushes it everywhere with INVLPGB. What
+	 * mm_global_asid() reads, which modules do not see; the flushers
+	 * are done, so no order is needed with them.
+	 */
+	if (cpu_feature_enabled(X86_FEATURE_INVLPGB) &&
+	    READ_ONCE(storm_mm->context.global_asid))
+		return "the mm's flushes are INVLPGB broadcasts";
+#endif
+#ifdef CONFIG_PARAVIRT
+	/*
+	 * A hypervisor's flush (KVM's PV flush, Hyper-V, Xen) flushes a vCPU
+	 * the host preempted at its next entry, or flushes by hypercall:
+	 * the worker held its CPU, yet the guest took no interrupt there.
+	 */
+	snprintf(name, sizeof(name), "%ps", (void *)pv_ops.mmu.flush_tlb_multi);
+	if (strcmp(name, "native_flush_tlb_multi"))
+		return "remote flushes go through a hypervisor";
+#endif
+	return NULL;
+}
+
+/*
+ * Every flush that began and ended while a worker held its CPU had to
+ * interrupt that CPU (struct tlbstorm_held): its TLB count over the
+ * window is at least the flushes its worker held. Not checked where that
+ * need not hold: in mode=kernel, where no worker holds an mm; when a CPU
+ * went off- or online (a worker whose CPU went away ran on, and held, on
+ * another, and the counts of a CPU offline for part of the window stop);
+ * and when flushes need no IPI (tlbstorm_flush_without_ipi()).
+ */
+static void tlbstorm_check_flushes(void)
+{
+	bool inject = inject_miscount;
+	struct storm_irqs d;
+	u64 held;
+	int cpu;
+
+	if (storm_mode != TLBSTORM_USER || ctl.hotplug)
+		return;
+	if (no_check) {
+		pr_info("check: not done: %s\n", no_check);
+		return;
+	}
+	for_each_cpu(cpu, target_mask) {
+		held = per_cpu_ptr(workers, cpu)->flushes_held;
+		storm_irqs_delta(irqs_before, irqs_after, cpu, &d);
+		if (inject && held) {
+			pr_info("check: injected: CPU %d's TLB count one short of its flushes held\n",
+				cpu);
+			inject = false;
+			d.tlb = held - 1;
+		}
+		if (d.tlb < held)
+			storm_check_failed(&ctl, held - d.tlb,
+					   "CPU %d got %llu TLB interrupts, fewer than the %llu flushes its worker held it through",
+					   cpu, d.tlb, held);
+	}
+}
+
 /* Release to report; in insmod, or in the controller thread. */
 static void tlbstorm_run(void)
 {
@@ -746,6 +828,8 @@ static void tlbstorm_run(void)
 	storm_irqs_end(&ctl);
 	storm_sent_end();
 	storm_ctl_check_cpus(&ctl, irqs_before, irqs_after);
+	if (storm_mode == TLBSTORM_USER)
+		no_check = tlbstorm_flush_without_ipi();
 	tlbstorm_stop_threads();
 
 	for_each_cpu(cpu, flusher_mask) {
@@ -759,6 +843,8 @@ static void tlbstorm_run(void)
 		for_each_cpu(cpu, target_mask)
 			if (per_cpu_ptr(workers, cpu)->errors)
 				failed = true;
+	/* the workers' flushes_held are final once they have stopped */
+	tlbstorm_check_flushes();
 	tlbstorm_print_results();
 }
 

@@ -45,6 +45,11 @@ storm_case tlb_user_n300 tlbstorm numflush=300 targets=1-2 timeout=300
 # Only CPU 1 holds the mm: CPUs 2 and 3 see no storm.
 storm_case tlb_targets tlbstorm numflush=200 cpulist=0 targets=1 timeout=300
 
+# The flush check: a TLB count one short of the flushes held (injected)
+# ends the storm FAILURE
+storm_case tlb_miscount tlbstorm numflush=100 cpulist=0 targets=1 \
+	inject_miscount=1 timeout=300
+
 # A busy task shares worker CPU 1: while it runs there, CPU 1 is out of
 # the mm and a flush may skip it. The worker's oncpu_ns says for how long,
 # its flushes_held how many flushes it surely got.
