@@ -87,9 +87,19 @@ static bool background;
 module_param(background, bool, 0444);
 MODULE_PARM_DESC(background, "Return from insmod at once; rmmod stops the storm (default 0)");
 
+static bool inject_miscount;
+module_param(inject_miscount, bool, 0444);
+MODULE_PARM_DESC(inject_miscount, "remote: check one object of the first CPU's as not intact, to show that an object that crossed CPUs changed ends the storm FAILURE (default 0)");
+
 #define SLABSTORM_MAX_OBJSIZE	65536UL
 #define SLABSTORM_MAX_FILL	4096UL
 #define SLABSTORM_RING		256	/* objects in flight per remote CPU */
+/*
+ * remote: the token each object carries from its allocating CPU to the
+ * freeing one, in its first bytes: the CPU above the sequence number
+ * (below 2^40: STORM_MAX_COUNT).
+ */
+#define SLABSTORM_TOKEN_SHIFT	48
 /*
  * The storm's own allocations fail rather than reclaim hard or call the
  * OOM killer, and say nothing: a failure is the storm's status, not a
@@ -167,6 +177,8 @@ struct slabstorm_cpu {
 	/* remote worker */
 	int from;			/* frees the objects of this CPU */
 	u64 allocs, frees;
+	u64 mismatches;			/* objects from @from found changed */
+	u64 bad_token, bad_expected;	/* the first of them */
 	int error;
 	u64 start_ns, end_ns;
 	struct slabstorm_ring ring;	/* objects allocated here */
@@ -513,9 +525,20 @@ static void *slabstorm_ring_pop(struct slabstorm_ring *r)
 	return obj;
 }
 
+/* What the @seq-th object allocated on @cpu carries. */
+static u64 slabstorm_token(int cpu, u64 seq)
+{
+	return (u64)cpu << SLABSTORM_TOKEN_SHIFT | seq;
+}
+
 /*
  * Both sides spin, never sleep: a wakeup would itself be an IPI, and this
  * mode is the control that should show none.
+ *
+ * Each object carries its token (slabstorm_token()) across: one store
+ * after the allocation, one load and compare before the free, outside
+ * the timed calls. A ring hands the objects over in order, so the
+ * freeing side knows the token of the next one from its own count.
  */
 static int slabstorm_remote_fn(void *arg)
 {
@@ -525,7 +548,7 @@ static int slabstorm_remote_fn(void *arg)
 	bool producing = true;
 	unsigned long loops = 0;
 	void *obj;
-	u64 t0;
+	u64 t0, token;
 
 	storm_worker_ready(&ctl);
 	c->start_ns = ktime_get_ns();
@@ -544,6 +567,7 @@ static int slabstorm_remote_fn(void *arg)
 			if (latency && obj)
 				storm_hist_add(&c->alloc_hist, storm_clock_ns() - t0);
 			if (obj) {
+				*(u64 *)obj = slabstorm_token(c->cpu, c->allocs);
 				slabstorm_ring_push(out, obj);
 				c->allocs++;
 			} else {
@@ -554,6 +578,13 @@ static int slabstorm_remote_fn(void *arg)
 		}
 		obj = slabstorm_ring_pop(in);
 		if (obj) {
+			token = slabstorm_token(c->from, c->frees);
+			if (unlikely(*(u64 *)obj != token)) {
+				if (!c->mismatches++) {
+					c->bad_token = *(u64 *)obj;
+					c->bad_expected = token;
+				}
+			}
 			t0 = slabstorm_clock();
 			kmem_cache_free(fixed_cache, obj);
 			if (latency)
@@ -720,6 +751,11 @@ static int slabstorm_check_objects(void)
 		pr_err("objsize=0: objects need at least one byte\n");
 		return -EINVAL;
 	}
+	if (smode == SLABSTORM_REMOTE && objsize < sizeof(u64)) {
+		pr_err("objsize=%lu: mode=remote carries an 8-byte token in each object\n",
+		       objsize);
+		return -EINVAL;
+	}
 	if (!fill) {
 		pr_err("fill=0: a touch allocates at least one object\n");
 		return -EINVAL;
@@ -830,6 +866,50 @@ static void slabstorm_collect(void)
 	}
 	if (slabstorm_outstanding())
 		failed = true;
+}
+
+/*
+ * remote: every object crossed intact (the freeing CPU found the token its
+ * allocating CPU wrote, slabstorm_remote_fn()), and every object
+ * allocated came back to the allocator, freed by a worker or drained at
+ * teardown. A worker moved by hotplug still writes and expects its own
+ * CPU's tokens: checked whatever the status.
+ */
+static void slabstorm_check_remote(void)
+{
+	bool inject = inject_miscount;
+	u64 n, allocs, back;
+	int c;
+
+	if (smode != SLABSTORM_REMOTE)
+		return;
+	for_each_cpu(c, touch_mask) {
+		struct slabstorm_cpu *w = per_cpu_ptr(pcpus, c);
+
+		n = w->mismatches;
+		if (inject) {
+			pr_info("check: injected: one object CPU %d freed counted as not intact\n",
+				c);
+			inject = false;
+			n++;
+		}
+		if (w->mismatches)
+			storm_check_failed(&ctl, n,
+					   "CPU %d found %llu objects from CPU %d changed (the first carried %#llx, not %#llx)",
+					   c, n, w->from, w->bad_token,
+					   w->bad_expected);
+		else if (n)
+			storm_check_failed(&ctl, n,
+					   "CPU %d found %llu objects from CPU %d changed",
+					   c, n, w->from);
+	}
+	allocs = phases[PH_ALLOC].count;
+	back = phases[PH_FREE].count + drained;
+	if (allocs != back)
+		storm_check_failed(&ctl, allocs > back ? allocs - back :
+				   back - allocs,
+				   "%llu objects allocated, %llu freed and %llu drained",
+				   allocs, phases[PH_FREE].count, drained);
 }
 
 static void slabstorm_print_results(void)
@@ -1081,6 +1161,7 @@ static void slabstorm_run(void)
 	slabstorm_destroy_fixed();
 	if (drained)
 		failed = true;
+	slabstorm_check_remote();
 
 	slabstorm_print_results();
 }

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import (DEBUG_KERNEL, assert_clean, assert_histogram,
                       assert_refused, assert_start_and_end)
-from stormsuite import interrupts, result
+from stormsuite import dmesg, interrupts, result
 
 CPUS = (0, 1, 2, 3)
 # A destroy or shrink queues a flush work item on each CPU that holds a cpu
@@ -357,6 +357,33 @@ def test_remote_frees_cost_no_ipis_and_leave_no_objects(guest):
         assert sum(c for _, c in hist.buckets) == 20000
 
 
+def test_an_object_changed_in_crossing_ends_the_storm_failure(guest):
+    """The objects check (issue 46 item 7): every other remote case ends
+    with failures 0 (ok()), each object found on the freeing CPU as its
+    allocating CPU wrote it, and every one back in the allocator; here
+    one object counted as changed, injected at the check, fails the
+    storm, names the CPUs, and is a problem in the log for every scan of
+    it."""
+    case = guest.case("slab_remote_miscount")
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "failed"
+    assert res["failures"] == "1"
+    assert res["error"] == "0"
+    # the storm itself ran clean: only the check's count was one off
+    assert remote_ok(res, 1000) == [0, 1]
+    assert summary(case).group(5) == "failed"
+    lines = [x for x in case.dmesg.splitlines() if "slabstorm: check" in x]
+    assert [x.split("slabstorm: ")[1] for x in lines] == [
+        "check: injected: one object CPU 0 freed counted as not intact",
+        "check failed: CPU 0 found 1 objects from CPU 1 changed"], lines
+    # asked for, so not a problem; the same report alone is one
+    assert_clean(case.dmesg)
+    assert dmesg.problems(lines[1]) == [lines[1]]
+    assert_start_and_end(case, "slabstorm", "End of test: FAILURE")
+    no_cache_outlives(case)
+
+
 def test_remote_ring_frees_the_previous_cpus_objects(guest):
     res = ok(guest.case("slab_remote_ring"))
     assert remote_ok(res, 3000) == [1, 2, 3]
@@ -449,6 +476,7 @@ BAD = {
     "slab_bad_remote_one_cpu": "cpulist=1: mode=remote needs two CPUs",
     "slab_bad_remote_numcache": "numcache=10: mode=remote counts objects",
     "slab_bad_remote_cpu": "cpu=1: mode=remote has no main thread",
+    "slab_bad_remote_objsize": "objsize=7: mode=remote carries an 8-byte token",
     "slab_bad_create_numobj": "numobj=10: only mode=remote counts objects",
     "slab_bad_shrink_flag": "shrink=1 is for mode=create and mode=rcu",
     "slab_bad_latency_value": "invalid for parameter `latency'",

@@ -37,6 +37,10 @@ storm_case slab_remote slabstorm mode=remote numobj=10000 timeout=300
 storm_case slab_remote_ring slabstorm mode=remote numobj=3000 cpulist=1-3
 storm_case slab_timed slabstorm mode=create timeout=1
 storm_case slab_remote_timed slabstorm mode=remote timeout=1 cpulist=2-3
+# The objects check: an object counted as changed in crossing (injected)
+# ends the storm FAILURE
+storm_case slab_remote_miscount slabstorm mode=remote numobj=1000 \
+	inject_miscount=1 timeout=300
 storm_case slab_nolatency slabstorm mode=create numcache=100 latency=0 cpulist=3 \
 	timeout=300
 
@@ -70,6 +74,7 @@ if once; then
 	storm_quick_case slab_bad_remote_one_cpu slabstorm mode=remote numobj=10 cpulist=1
 	storm_quick_case slab_bad_remote_numcache slabstorm mode=remote numcache=10
 	storm_quick_case slab_bad_remote_cpu slabstorm mode=remote numobj=10 cpu=1
+	storm_quick_case slab_bad_remote_objsize slabstorm mode=remote numobj=10 objsize=7
 	storm_quick_case slab_bad_create_numobj slabstorm mode=create numobj=10
 	storm_quick_case slab_bad_shrink_flag slabstorm mode=shrink numcache=10 shrink=1
 	storm_quick_case slab_bad_latency_value slabstorm numcache=10 latency=maybe
