@@ -80,7 +80,7 @@ modules:
 			ln -sf ../../include/$$s.c $(BUILD)/$${m}_$$s.c; \
 		done; \
 	done
-	@for t in insnloop failalloc; do \
+	@for t in insnloop failalloc irqoff; do \
 		ln -sf ../../tests/kmod/$$t.c $(BUILD)/$$t.c; \
 	done
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) V=$(V) $(MODPOST_WARN) modules

@@ -14,6 +14,7 @@
 #include <linux/rcupdate.h>
 #include <linux/cpuhotplug.h>
 #include <linux/debugfs.h>
+#include <linux/kernel_stat.h>
 #include <linux/kthread.h>
 #include <linux/limits.h>
 #include <linux/math64.h>
@@ -27,6 +28,7 @@
 #include <linux/slab.h>
 #include <linux/stdarg.h>
 #include <linux/string.h>
+#include <linux/tick.h>
 #include <linux/timekeeping.h>
 #include <linux/utsname.h>
 
@@ -160,6 +162,87 @@ void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
 }
 
 /*
+ * The storm's own watchdog, checked by the controller with the running
+ * counts once a second. Call-function vectors outrank the local timer,
+ * so a CPU a storm holds in hardirq takes no tick, and its timer,
+ * softirqs and tasks starve; the kernel says so only after seconds (hard
+ * lockup at 10 s, RCU stall at 21 s, soft lockup at 20 s). A CPU whose
+ * timer count has not moved for STORM_STARVE_CHECKS checks in a row,
+ * each time idle for less than half of the time since the last, stops
+ * the storm: status "starved", the CPU named. Idle matters: an idle CPU
+ * with no timer due stops its tick (NOHZ); a nohz_full CPU runs its one
+ * task without a tick, so it is not watched. Counted in checks, not
+ * seconds: a guest whose host stops it for seconds stops its controller
+ * as well. x86 only, where the timer count is read.
+ */
+#define STORM_STARVE_CHECKS	3
+
+struct storm_watch {
+	u64 loc;
+	u64 idle_us;
+	u64 at_ns;
+	unsigned int flat;
+};
+
+static DEFINE_PER_CPU(struct storm_watch, storm_watch);
+
+static u64 storm_idle_us(int cpu)
+{
+	u64 us = get_cpu_idle_time_us(cpu, NULL);
+
+	/* -1 where NOHZ is off: the tick never stops then, idle or not */
+	return us == (u64)-1 ? 0 : us;
+}
+
+static void storm_watchdog_reset(const struct storm_irqs *acc)
+{
+	u64 now = ktime_get_ns();
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct storm_watch *w = per_cpu_ptr(&storm_watch, cpu);
+
+		w->loc = acc[cpu].loc;
+		w->idle_us = storm_idle_us(cpu);
+		w->at_ns = now;
+		w->flat = 0;
+	}
+}
+
+static void storm_watchdog_check(struct storm_ctl *ctl)
+{
+#ifdef CONFIG_X86_LOCAL_APIC
+	const struct storm_irqs *acc = ctl->irqs_acc;
+	u64 now = ktime_get_ns();
+	int cpu;
+
+	for_each_online_cpu(cpu) {
+		struct storm_watch *w = per_cpu_ptr(&storm_watch, cpu);
+		u64 idle_us = storm_idle_us(cpu);
+		/* idle time read remotely can step back: then not busy */
+		bool busy = idle_us >= w->idle_us &&
+			    (idle_us - w->idle_us) * NSEC_PER_USEC * 2 <
+			    now - w->at_ns;
+
+		if (acc[cpu].loc != w->loc || !busy || tick_nohz_full_cpu(cpu))
+			w->flat = 0;
+		else
+			w->flat++;
+		w->loc = acc[cpu].loc;
+		w->idle_us = idle_us;
+		w->at_ns = now;
+		if (w->flat < STORM_STARVE_CHECKS || ctl->starved)
+			continue;
+		ctl->starved = true;
+		ctl->starved_cpu = cpu;
+		pr_err("watchdog: CPU %d took no timer interrupt in %u checks a second apart, busy: stopping the storm\n",
+		       cpu, w->flat);
+		storm_ctl_stop(ctl, false);
+	}
+#endif
+}
+
+/*
  * Wait for the end of the run: woken by the last worker, by a fatal
  * signal, or after a second (see storm.h). TASK_KILLABLE | TASK_NOLOAD:
  * a fatal signal (Ctrl-C on insmod) wakes it, and a long storm adds
@@ -183,9 +266,11 @@ void storm_ctl_wait_done(struct storm_ctl *ctl)
 		}
 		/* 32-bit counters: take in each CPU's counts every second */
 		if (time_after_eq(jiffies, advance)) {
-			if (ctl->irqs_acc)
+			if (ctl->irqs_acc) {
 				storm_irqs_advance(ctl->irqs_acc,
 						   ctl->irqs_acc);
+				storm_watchdog_check(ctl);
+			}
 			advance = jiffies + HZ;
 		}
 		/* with the signal pending this returns at once: workers stop */
@@ -586,6 +671,7 @@ void storm_irqs_begin(struct storm_ctl *ctl,
 	storm_irqs_snapshot(before);
 	storm_mark(STORM_MARK_BEGIN);
 	memcpy(acc, before, nr_cpu_ids * sizeof(*acc));
+	storm_watchdog_reset(acc);
 	ctl->irqs_before = before;
 	ctl->irqs_after = after;
 	ctl->irqs_acc = acc;
@@ -814,6 +900,8 @@ const char *storm_status(const struct storm_ctl *ctl,
 {
 	if (failed || ctl->failures)
 		return "failed";
+	if (ctl->starved)
+		return "starved";
 	if (READ_ONCE(ctl->interrupted))
 		return "interrupted";
 	if (ctl->hotplug)
@@ -890,6 +978,8 @@ void storm_show_header(struct seq_file *m, const char *storm,
 	seq_printf(m, "kernel.preempt: %s\n", storm_preempt_model());
 	seq_printf(m, "status: %s\n", storm_status(ctl, failed));
 	seq_printf(m, "failures: %llu\n", ctl->failures);
+	if (ctl->starved)
+		seq_printf(m, "starved.cpu: %d\n", ctl->starved_cpu);
 	storm_show_cpus_online(m, ctl->irqs_before);
 	seq_printf(m, "runtime_ns: %llu\n", ctl->end_ns - ctl->start_ns);
 	/* what the interrupt counts cover: runtime_ns and the snapshots */

@@ -106,6 +106,8 @@ struct storm_ctl {
 	bool interrupted;		/* stopped by a signal or by rmmod */
 	bool hotplug;			/* a CPU went off- or online meanwhile */
 	u64 failures;			/* see storm_check_failed() */
+	bool starved;			/* see storm_watchdog_check() */
+	int starved_cpu;
 	atomic64_t last_end_ns;		/* the latest worker end so far */
 	u64 start_ns, end_ns;		/* ktime_get_ns() */
 	/* the window's interrupt counts, see storm_irqs_begin() */

@@ -287,6 +287,26 @@ def test_a_miscounted_call_ends_the_storm_failure(guest):
     assert_start_and_end(case, "ipistorm", "End of test: FAILURE")
 
 
+def test_the_watchdog_stops_a_storm_whose_target_takes_no_tick(guest):
+    """Issue 46 item 4: CPU 1 held in one 6 s hardirq (irqoff.ko) during
+    a 30 s storm that calls it: the storm ends "starved", CPU 1 named,
+    after three checks without a tick there, long before its timeout and
+    before the kernel's detectors report (a clean log). No other storm
+    of the boot was stopped by it."""
+    case = guest.case("ipi_starved")
+    assert case.file("irqoff_rc").strip() == "0", case.file("irqoff.err")
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "starved", res["status"]
+    assert res["starved.cpu"] == "1"
+    assert int(res["runtime_ns"]) < 20 * 10**9
+    assert ("ipistorm: watchdog: CPU 1 took no timer interrupt in 3 checks"
+            in case.dmesg), case.dmesg
+    assert_start_and_end(case, "ipistorm", "End of test: FAILURE (starved)")
+    assert_clean(case.dmesg)
+    assert guest.dmesg.count("took no timer interrupt") == 1
+
+
 def test_handler_time_and_delay_runs(guest):
     res = ok(guest.case("ipi_handler"))
     assert result.per_cpu(res, "handled")[1] == 200

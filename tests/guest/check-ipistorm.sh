@@ -44,6 +44,27 @@ storm_case ipi_loops_paced ipistorm numipi=100 single=1 handler_loops=100000 cpu
 storm_case ipi_loops_free ipistorm numipi=100 single=1 handler_loops=1000 cpulist=0
 # three senders on a CPU that does not send: allowed up to pileup=
 storm_case ipi_pileup_at_limit ipistorm numipi=100 cpulist=0,2,3 targets=1 pileup=3
+
+# The storms' watchdog (docs/safety.md): 1 s into a timed storm that
+# calls CPU 1, tests/kmod/irqoff.ko holds CPU 1 in one 6 s hardirq; the
+# controller (insmod, kept on CPU 2) stops the storm "starved" after three
+# checks a second apart without a tick there, before the kernel's
+# detectors (10 s and more) would report.
+starve_load() {
+	insmod_cpu=2 case_insmod_bg "$@"
+	storm_started "$insmod_pid"
+	sleep 1
+	taskset -c 3 insmod "$KO/irqoff.ko" cpu=1 ms=6000 2>"$dir/irqoff.err"
+	echo $? >"$dir/irqoff_rc"
+	wait "$insmod_pid"
+	sl_rc=$?
+	rmmod irqoff
+	return $sl_rc
+}
+case_open ipi_starved
+capture_load "$dir" ipistorm starve_load ipistorm numipi=0 timeout=30 single=1 wait=0 cpulist=0 offset=1
+echo $? >"$dir/rc"
+case_close ipistorm
 # the calls check: a count one off (injected) ends the storm FAILURE
 storm_case ipi_miscount ipistorm numipi=100 single=1 cpulist=0 inject_miscount=1
 storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0

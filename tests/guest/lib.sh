@@ -116,11 +116,17 @@ case_insmod() {
 }
 
 # case_insmod_bg MODULE [PARAM=VALUE...]: case_insmod in the background,
-# insmod's own PID in $insmod_pid
+# insmod's own PID in $insmod_pid; insmod_cpu=N keeps it (the storm's
+# controller) on CPU N
 case_insmod_bg() {
 	ci_module=$1
 	shift
-	insmod "$KO/$ci_module.ko" "$@" 2>>"$dir/stderr" &
+	if [ -n "${insmod_cpu:-}" ]; then
+		taskset -c "$insmod_cpu" insmod "$KO/$ci_module.ko" "$@" \
+			2>>"$dir/stderr" &
+	else
+		insmod "$KO/$ci_module.ko" "$@" 2>>"$dir/stderr" &
+	fi
 	insmod_pid=$!
 }
 
