@@ -23,6 +23,8 @@
 #include <linux/preempt.h>
 #include <linux/printk.h>
 #include <linux/sched.h>
+#include <linux/sched/isolation.h>
+#include <linux/sched/prio.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -296,6 +298,10 @@ void storm_ctl_wait_done(struct storm_ctl *ctl)
  * a task reference held so kthread_stop() is safe whether or not the
  * thread has already returned.
  */
+static bool storm_nice;
+module_param_named(nice, storm_nice, bool, 0444);
+MODULE_PARM_DESC(nice, "Run the storm's threads at nice 19, for shared boxes: the box's own tasks go first and the storm takes what is left (default 0)");
+
 struct task_struct *storm_thread_create(int (*fn)(void *), void *data,
 					unsigned int cpu, const char *namefmt)
 {
@@ -305,6 +311,8 @@ struct task_struct *storm_thread_create(int (*fn)(void *), void *data,
 	if (IS_ERR(t))
 		return t;
 	get_task_struct(t);
+	if (storm_nice)
+		set_user_nice(t, MAX_NICE);
 	return t;
 }
 
@@ -478,14 +486,17 @@ int storm_module_start(struct storm_module *sm)
 			goto err;
 		return 0;
 	}
-	t = kthread_run(storm_controller_fn, sm, KBUILD_MODNAME "/ctl");
+	t = kthread_create(storm_controller_fn, sm, KBUILD_MODNAME "/ctl");
 	if (IS_ERR(t)) {
 		ret = PTR_ERR(t);
 		pr_err("cannot start the controller thread (%d)\n", ret);
 		goto err;
 	}
 	get_task_struct(t);
+	if (storm_nice)
+		set_user_nice(t, MAX_NICE);
 	sm->controller = t;
+	wake_up_process(t);
 	return 0;
 
 err:
@@ -786,6 +797,31 @@ static int storm_cpulist_syntax(const char *str)
 	return empty ? -EINVAL : 0;
 }
 
+/*
+ * The CPUs a storm takes when it is not told: of @dflt, those neither
+ * isolated (isolcpus=, domain) nor nohz_full, which their owners keep the
+ * kernel's work off on purpose. A list that names them is obeyed.
+ */
+void storm_default_cpus(struct cpumask *mask, const struct cpumask *dflt)
+{
+	cpumask_and(mask, dflt, housekeeping_cpumask(HK_TYPE_DOMAIN));
+	cpumask_and(mask, mask, housekeeping_cpumask(HK_TYPE_TICK));
+}
+
+/* The one CPU a storm takes when not told: the first default CPU. */
+int storm_default_cpu(void)
+{
+	int cpu;
+
+	for_each_online_cpu(cpu) {
+		if (cpumask_test_cpu(cpu, housekeeping_cpumask(HK_TYPE_DOMAIN)) &&
+		    cpumask_test_cpu(cpu, housekeeping_cpumask(HK_TYPE_TICK)))
+			return cpu;
+	}
+	/* every online CPU isolated: the box has no other */
+	return cpumask_first(cpu_online_mask);
+}
+
 int storm_parse_cpulist(const char *param, const char *str,
 			struct cpumask *mask,
 			const struct cpumask *dflt)
@@ -793,8 +829,12 @@ int storm_parse_cpulist(const char *param, const char *str,
 	int cpu, ret;
 
 	if (!str) {
-		cpumask_copy(mask, dflt);
-		return 0;
+		storm_default_cpus(mask, dflt);
+		if (!cpumask_empty(mask) || cpumask_empty(dflt))
+			return 0;
+		pr_err("%s: its default CPUs (%*pbl) are all isolated or nohz_full: name them with %s=\n",
+		       param, cpumask_pr_args(dflt), param);
+		return -EINVAL;
 	}
 	if (!*str) {
 		pr_err("%s=: empty CPU list\n", param);
@@ -978,6 +1018,7 @@ void storm_show_header(struct seq_file *m, const char *storm,
 	seq_printf(m, "kernel.preempt: %s\n", storm_preempt_model());
 	seq_printf(m, "status: %s\n", storm_status(ctl, failed));
 	seq_printf(m, "failures: %llu\n", ctl->failures);
+	seq_printf(m, "param.nice: %d\n", storm_nice);
 	if (ctl->starved)
 		seq_printf(m, "starved.cpu: %d\n", ctl->starved_cpu);
 	storm_show_cpus_online(m, ctl->irqs_before);
@@ -1002,8 +1043,8 @@ void storm_print_params(const char *tag, const char *fmt, ...)
 	va_start(args, fmt);
 	vaf.fmt = fmt;
 	vaf.va = &args;
-	pr_info("%s: %pV count_sent=%d pmu=%d\n", tag, &vaf, storm_sent_on(),
-		storm_pmu_on());
+	pr_info("%s: %pV count_sent=%d pmu=%d nice=%d\n", tag, &vaf,
+		storm_sent_on(), storm_pmu_on(), storm_nice);
 	va_end(args);
 }
 

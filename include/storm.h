@@ -310,6 +310,8 @@ void storm_irqs_show(struct seq_file *m, const struct storm_irqs *before,
 /* ---------------------------------------------------------------------
  * Parameters: every refusal says why in one line, naming the parameter.
  */
+void storm_default_cpus(struct cpumask *mask, const struct cpumask *dflt);
+int storm_default_cpu(void);
 int storm_parse_cpulist(const char *param, const char *str,
 			struct cpumask *mask, const struct cpumask *dflt);
 int storm_check_range(const char *param, unsigned long long val,

@@ -560,28 +560,11 @@ static int ipistorm_check_single(void)
 	return 0;
 }
 
-/* single=0 without targets=: smp_call_function() to every other CPU. */
-static int ipistorm_check_all(void)
+/* single=0: no sender whose only target is itself */
+static int ipistorm_check_many_self(void)
 {
-	kind = IPISTORM_ALL;
-	cpumask_copy(target_mask, cpu_online_mask);
-	if (num_online_cpus() < 2) {
-		pr_err("single=0 needs a second online CPU\n");
-		return -EINVAL;
-	}
-	return 0;
-}
+	int cpu;
 
-/* single=0 targets=LIST: smp_call_function_many() to the list. */
-static int ipistorm_check_many(void)
-{
-	int cpu, ret;
-
-	kind = IPISTORM_MANY;
-	ret = storm_parse_cpulist("targets", targets, target_mask,
-				  cpu_online_mask);
-	if (ret)
-		return ret;
 	for_each_cpu(cpu, sender_mask) {
 		if (cpumask_weight(target_mask) == 1 &&
 		    cpumask_test_cpu(cpu, target_mask)) {
@@ -591,6 +574,35 @@ static int ipistorm_check_many(void)
 		}
 	}
 	return 0;
+}
+
+/*
+ * single=0 without targets=: smp_call_function() to every other CPU; where
+ * some are isolated or nohz_full, _many() to the others (the default CPUs,
+ * storm_default_cpus()), as smp_call_function() would call them all.
+ */
+static int ipistorm_check_all(void)
+{
+	kind = IPISTORM_ALL;
+	storm_default_cpus(target_mask, cpu_online_mask);
+	if (!cpumask_equal(target_mask, cpu_online_mask))
+		kind = IPISTORM_MANY;
+	if (cpumask_weight(target_mask) < 2) {
+		pr_err("single=0 needs a second online CPU, not isolated or nohz_full (or targets=)\n");
+		return -EINVAL;
+	}
+	return ipistorm_check_many_self();
+}
+
+/* single=0 targets=LIST: smp_call_function_many() to the list. */
+static int ipistorm_check_many(void)
+{
+	int ret;
+
+	kind = IPISTORM_MANY;
+	ret = storm_parse_cpulist("targets", targets, target_mask,
+				  cpu_online_mask);
+	return ret ?: ipistorm_check_many_self();
 }
 
 /*

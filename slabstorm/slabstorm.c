@@ -663,7 +663,7 @@ static int slabstorm_check_cpu(void)
 		return 0;
 	}
 	if (cpu == -1) {
-		home = cpumask_first(cpu_online_mask);
+		home = storm_default_cpu();
 		return 0;
 	}
 	if (cpu < 0 || cpu >= nr_cpu_ids) {
@@ -706,10 +706,11 @@ static int slabstorm_check_cpulist(void)
 		return 0;
 	}
 
-	first = cpumask_first(cpu_online_mask);
-	second = cpumask_next(first, cpu_online_mask);
+	storm_default_cpus(touch_mask, cpu_online_mask);
+	first = cpumask_first(touch_mask);
+	second = cpumask_next(first, touch_mask);
 	if (second >= nr_cpu_ids) {
-		pr_err("mode=remote needs a second online CPU\n");
+		pr_err("mode=remote needs a second online CPU, not isolated or nohz_full (or cpulist=)\n");
 		return -EINVAL;
 	}
 	cpumask_clear(touch_mask);

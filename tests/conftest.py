@@ -289,11 +289,13 @@ def boot(kernel: str, append: str = "", group: str = "full",
 # storm vm --numa 2, booted for 6.1 only; "possible" a machine with more
 # possible than online CPUs (3 vCPUs, the third never brought up);
 # "bigcpus" 2048 possible CPUs on 2 vCPUs (6.1 only: 6.12 ignores
-# possible_cpus=). In the order they boot, the longest first, so that the
-# two pool workers run out of boots at about the same time.
+# possible_cpus=); the numa boot also isolates CPU 3 for
+# check-isolated.sh. In the order they boot, the longest first, so that
+# the two pool workers run out of boots at about the same time.
 BOOT_GROUPS = {"full": ("", GUEST_CPUS), "idle": ("idle=poll", 2),
                "bigcpus": ("possible_cpus=2048", 2),
-               "numa": ("", GUEST_CPUS), "possible": ("maxcpus=2", 3)}
+               "numa": ("isolcpus=3", GUEST_CPUS),
+               "possible": ("maxcpus=2", 3)}
 
 
 FULL_FIXTURES = {"guest", "guest_once", "full", "full_once"}

@@ -13,6 +13,9 @@ import conftest
 from conftest import assert_clean
 from stormsuite import result
 
+# the numa boot's arguments (conftest.BOOT_GROUPS)
+NUMA_APPEND = conftest.BOOT_GROUPS["numa"][0]
+
 NUMFLUSH = 200
 # A target CPU is skipped when its worker is not running the mm at the
 # flush (lazy TLB; test_tlbstorm_guest.TOLERANCE). Here the storm runs
@@ -32,7 +35,7 @@ def nodes(run: conftest.GuestRun) -> dict[int, str]:
 
 @pytest.mark.boots("numa", kernel="6.1")
 def test_numa_guest_has_the_nodes_asked_for():
-    run = conftest.boot("6.1", group="numa")
+    run = conftest.boot("6.1", NUMA_APPEND, "numa")
     assert run.rc == 0, run.log[-3000:]
     assert run.case("numa_nodes").file("online").strip() == "0-1"
     assert nodes(run) == {0: "0-1", 1: "2-3"}
@@ -41,7 +44,7 @@ def test_numa_guest_has_the_nodes_asked_for():
 
 @pytest.mark.boots("numa", kernel="6.1")
 def test_tlbstorm_from_node_0_lands_on_node_1():
-    run = conftest.boot("6.1", group="numa")
+    run = conftest.boot("6.1", NUMA_APPEND, "numa")
     case = run.case("numa_tlb_across")
     assert case.rc == 0, case.stderr
     res = case.result
@@ -65,7 +68,7 @@ def recorded_nodes(run: conftest.GuestRun) -> str:
 @pytest.mark.boots("numa", kernel="6.1")
 def test_storm_run_records_each_nodes_cpus():
     """What seed 001 checks its guests against."""
-    assert recorded_nodes(conftest.boot("6.1", group="numa")) == "0:0-1 1:2-3"
+    assert recorded_nodes(conftest.boot("6.1", NUMA_APPEND, "numa")) == "0:0-1 1:2-3"
 
 
 def test_full_boot_has_one_node(guest_once):

@@ -503,9 +503,10 @@ static int tlbstorm_check_user(void)
 	int cpu, ret;
 
 	if (!targets || !*targets) {
-		cpumask_andnot(target_mask, cpu_online_mask, flusher_mask);
+		storm_default_cpus(target_mask, cpu_online_mask);
+		cpumask_andnot(target_mask, target_mask, flusher_mask);
 		if (cpumask_empty(target_mask)) {
-			pr_err("mode=user: no online CPU outside cpulist=%*pbl for a worker\n",
+			pr_err("mode=user: no online CPU outside cpulist=%*pbl for a worker, not isolated or nohz_full (or targets=)\n",
 			       cpumask_pr_args(flusher_mask));
 			return -EINVAL;
 		}
@@ -539,7 +540,7 @@ static int tlbstorm_check_params(void)
 		return -EINVAL;
 	}
 	ret = storm_parse_cpulist("cpulist", cpulist, flusher_mask,
-				  cpumask_of(cpumask_first(cpu_online_mask))) ?:
+				  cpumask_of(storm_default_cpu())) ?:
 	      tlbstorm_check_bounds();
 	if (ret)
 		return ret;
