@@ -18,6 +18,7 @@
 #include <linux/kthread.h>
 #include <linux/limits.h>
 #include <linux/math64.h>
+#include <linux/memcontrol.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/preempt.h>
@@ -97,6 +98,8 @@ void storm_worker_done(struct storm_ctl *ctl)
 	/* pairs with the release in storm_ctl_go(): after the start snapshot */
 	if (last && smp_load_acquire(&ctl->started) && ctl->irqs_after) {
 		storm_mark(STORM_MARK_END);
+		if (ctl->drain)
+			ctl->drain(ctl);
 		storm_irqs_snapshot(ctl->irqs_after);
 		ctl->window_end_ns = ktime_get_ns();
 		/*
@@ -617,10 +620,18 @@ static void storm_irqs_read(int cpu, struct storm_irqs *s)
 	s->online = cpu_online(cpu);
 }
 
-/* Snapshot of every possible CPU: an array of nr_cpu_ids entries. */
+/*
+ * Snapshot of every possible CPU: an array of nr_cpu_ids entries, not
+ * necessarily contiguous in pages (thousands of possible CPUs).
+ */
 struct storm_irqs *storm_irqs_alloc(void)
 {
-	return kcalloc(nr_cpu_ids, sizeof(struct storm_irqs), GFP_KERNEL);
+	return kvcalloc(nr_cpu_ids, sizeof(struct storm_irqs), GFP_KERNEL);
+}
+
+void storm_irqs_free(struct storm_irqs *snap)
+{
+	kvfree(snap);
 }
 
 void storm_irqs_snapshot(struct storm_irqs *snap)
@@ -909,6 +920,41 @@ int storm_check_memory(const char *what, u64 bytes)
 	pr_err("%s: would hold %llu MiB at once, more than half of the %llu MiB available\n",
 	       what, bytes >> 20, avail >> 20);
 	return -EINVAL;
+}
+
+/*
+ * The same against the memory cgroup of @mm, where the pages of a storm
+ * that lends @mm are charged (tlbstorm's user mode: insmod's): more than
+ * half of what its limit, or the lowest limit above it, leaves now is
+ * refused, or the cgroup's OOM killer would pick off its tasks.
+ */
+int storm_check_memcg(const char *what, u64 bytes, struct mm_struct *mm)
+{
+#ifdef CONFIG_MEMCG
+	struct mem_cgroup *memcg, *m;
+	u64 left = U64_MAX;
+
+	if (mem_cgroup_disabled() || !mm)
+		return 0;
+	memcg = get_mem_cgroup_from_mm(mm);
+	for (m = memcg; m; m = parent_mem_cgroup(m)) {
+		unsigned long max = READ_ONCE(m->memory.max);
+		unsigned long used = page_counter_read(&m->memory);
+
+		if (max != PAGE_COUNTER_MAX)
+			left = min_t(u64, left,
+				     (u64)(max > used ? max - used : 0) <<
+				     PAGE_SHIFT);
+	}
+	mem_cgroup_put(memcg);
+	if (bytes <= left / 2)
+		return 0;
+	pr_err("%s: would hold %llu MiB at once in insmod's memory cgroup, more than half of the %llu MiB its limit leaves\n",
+	       what, bytes >> 20, left >> 20);
+	return -EINVAL;
+#else
+	return 0;
+#endif
 }
 
 /*

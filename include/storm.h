@@ -115,6 +115,12 @@ struct storm_ctl {
 	atomic_t ending;		/* workers not yet at their end */
 	bool irqs_taken;		/* the last worker took irqs_after */
 	u64 window_start_ns, window_end_ns;	/* around the snapshots */
+	/*
+	 * Run by the last worker between the end marker and the closing
+	 * counts: waits for the storm's work still in flight (ipistorm's
+	 * wait=0 calls), so that the counts hold it. Optional.
+	 */
+	void (*drain)(struct storm_ctl *ctl);
 	struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 };
 
@@ -289,6 +295,7 @@ static inline bool storm_cpu_seen(const struct storm_irqs *before,
 }
 
 struct storm_irqs *storm_irqs_alloc(void);
+void storm_irqs_free(struct storm_irqs *snap);
 void storm_irqs_snapshot(struct storm_irqs *snap);
 void storm_irqs_advance(const struct storm_irqs *prev,
 			struct storm_irqs *snap);
@@ -319,6 +326,8 @@ int storm_check_range(const char *param, unsigned long long val,
 int storm_check_bound(const char *count_name, unsigned long count,
 		      unsigned long timeout);
 int storm_check_memory(const char *what, u64 bytes);
+struct mm_struct;
+int storm_check_memcg(const char *what, u64 bytes, struct mm_struct *mm);
 
 /* ---------------------------------------------------------------------
  * Results: the result file's header, the status, and the kernel log's

@@ -55,9 +55,9 @@ void storm_pmu_free(void)
 			if (storm_pmu.events[i])
 				perf_event_release_kernel(storm_pmu.events[i]);
 	}
-	kfree(storm_pmu.events);
-	kfree(storm_pmu.before);
-	kfree(storm_pmu.after);
+	kvfree(storm_pmu.events);
+	kvfree(storm_pmu.before);
+	kvfree(storm_pmu.after);
 	storm_pmu.events = NULL;
 	storm_pmu.before = NULL;
 	storm_pmu.after = NULL;
@@ -79,9 +79,9 @@ int storm_pmu_start(void)
 	storm_pmu.error = -ENODATA;
 	if (!pmu)
 		return 0;
-	storm_pmu.events = kcalloc(n, sizeof(*storm_pmu.events), GFP_KERNEL);
-	storm_pmu.before = kcalloc(n, sizeof(*storm_pmu.before), GFP_KERNEL);
-	storm_pmu.after = kcalloc(n, sizeof(*storm_pmu.after), GFP_KERNEL);
+	storm_pmu.events = kvcalloc(n, sizeof(*storm_pmu.events), GFP_KERNEL);
+	storm_pmu.before = kvcalloc(n, sizeof(*storm_pmu.before), GFP_KERNEL);
+	storm_pmu.after = kvcalloc(n, sizeof(*storm_pmu.after), GFP_KERNEL);
 	if (!storm_pmu.events || !storm_pmu.before || !storm_pmu.after) {
 		storm_pmu_free();
 		return -ENOMEM;

@@ -268,16 +268,16 @@ static u64 storm_sent_time_calls(void)
 
 static void storm_sent_free_snap(struct storm_sent_snap *s)
 {
-	kfree(s->to);
-	kfree(s->by);
+	kvfree(s->to);
+	kvfree(s->by);
 	s->to = s->by = NULL;
 }
 
 static int storm_sent_alloc_snap(struct storm_sent_snap *s)
 {
-	s->to = kcalloc(STORM_SENT_NR_VEC * nr_cpu_ids, sizeof(u64),
+	s->to = kvcalloc(STORM_SENT_NR_VEC * nr_cpu_ids, sizeof(u64),
 			GFP_KERNEL);
-	s->by = kcalloc(STORM_SENT_NR_VEC * nr_cpu_ids, sizeof(u64),
+	s->by = kvcalloc(STORM_SENT_NR_VEC * nr_cpu_ids, sizeof(u64),
 			GFP_KERNEL);
 	return s->to && s->by ? 0 : -ENOMEM;
 }

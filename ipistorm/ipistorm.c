@@ -896,6 +896,43 @@ static void ipistorm_check_calls(void)
 	}
 }
 
+/*
+ * wait=0: when the last sender ends, its last calls, and the other
+ * senders', may still sit in their targets' queues, their IPIs not yet
+ * taken: the window's closing counts would miss up to one CAL per
+ * sender and target. The last sender waits (at most a second) until
+ * every call made has been handled, after the end marker, so that the
+ * instructions it spins are not the storm's. Its end time is taken
+ * before: runtime_ns is the calls', window_ns includes the wait.
+ */
+static void ipistorm_drain(struct storm_ctl *c)
+{
+	u64 expected = 0, handled, end;
+	int cpu;
+
+	if (READ_ONCE(c->hotplug))
+		return;
+	for_each_cpu(cpu, sender_mask) {
+		u64 calls = per_cpu_ptr(senders, cpu)->calls;
+
+		if (kind == IPISTORM_SINGLE || kind == IPISTORM_ASYNC)
+			expected += calls;
+		else
+			expected += calls * (cpumask_weight(target_mask) -
+					     cpumask_test_cpu(cpu, target_mask));
+	}
+	end = storm_clock_ns() + NSEC_PER_SEC;
+	for (;;) {
+		handled = 0;
+		for_each_cpu(cpu, target_mask)
+			handled += READ_ONCE(per_cpu_ptr(&ipistorm_targets,
+							 cpu)->handled);
+		if (handled >= expected || storm_clock_ns() >= end)
+			return;
+		cpu_relax();
+	}
+}
+
 /* Release to report; in insmod, or in the controller thread. */
 static void ipistorm_run(void)
 {
@@ -931,9 +968,9 @@ static void ipistorm_run(void)
 static void ipistorm_free(void)
 {
 	kfree(hist_total);
-	kfree(irqs_acc);
-	kfree(irqs_after);
-	kfree(irqs_before);
+	storm_irqs_free(irqs_acc);
+	storm_irqs_free(irqs_after);
+	storm_irqs_free(irqs_before);
 	free_percpu(senders);
 	free_cpumask_var(target_mask);
 	free_cpumask_var(sender_mask);
@@ -979,6 +1016,8 @@ static int __init ipistorm_init(void)
 		(handler_ns || handler_loops > IPISTORM_FREE_LOOPS);
 	ipistorm_print_params("Start of test");
 	storm_ctl_init(&ctl, cpumask_weight(sender_mask));
+	if (!wait)
+		ctl.drain = ipistorm_drain;
 	for_each_cpu(cpu, sender_mask) {
 		struct ipistorm_sender *s = per_cpu_ptr(senders, cpu);
 

@@ -71,8 +71,9 @@ static bool shrink;
 module_param(shrink, bool, 0444);
 MODULE_PARM_DESC(shrink, "create/rcu: kmem_cache_shrink each cache before destroying it (default 0)");
 
-static int cpu = -1;
-module_param(cpu, int, 0444);
+/* cpu=: a file-scope "cpu" would be shadowed by every CPU loop */
+static int main_cpu = -1;
+module_param_named(cpu, main_cpu, int, 0444);
 MODULE_PARM_DESC(cpu, "create/rcu/shrink: CPU that creates, shrinks and destroys (default the first online CPU)");
 
 static char *cpulist;
@@ -655,26 +656,26 @@ static void slabstorm_print_params(const char *tag)
 static int slabstorm_check_cpu(void)
 {
 	if (smode == SLABSTORM_REMOTE) {
-		if (cpu != -1) {
+		if (main_cpu != -1) {
 			pr_err("cpu=%d: mode=remote has no main thread; cpulist= picks its CPUs\n",
-			       cpu);
+			       main_cpu);
 			return -EINVAL;
 		}
 		return 0;
 	}
-	if (cpu == -1) {
+	if (main_cpu == -1) {
 		home = storm_default_cpu();
 		return 0;
 	}
-	if (cpu < 0 || cpu >= nr_cpu_ids) {
-		pr_err("cpu=%d: not a CPU number below %u\n", cpu, nr_cpu_ids);
+	if (main_cpu < 0 || main_cpu >= nr_cpu_ids) {
+		pr_err("cpu=%d: not a CPU number below %u\n", main_cpu, nr_cpu_ids);
 		return -EINVAL;
 	}
-	if (!cpu_online(cpu)) {
-		pr_err("cpu=%d: CPU %d is not online\n", cpu, cpu);
+	if (!cpu_online(main_cpu)) {
+		pr_err("cpu=%d: CPU %d is not online\n", main_cpu, main_cpu);
 		return -EINVAL;
 	}
-	home = cpu;
+	home = main_cpu;
 	return 0;
 }
 
@@ -1096,7 +1097,7 @@ static int slabstorm_create_threads(void)
 			w->task = storm_thread_create(slabstorm_remote_fn, w, c,
 						      KBUILD_MODNAME "/%u");
 		} else {
-			w->objs = kcalloc(fill, sizeof(void *), GFP_KERNEL);
+			w->objs = kvcalloc(fill, sizeof(void *), GFP_KERNEL);
 			if (!w->objs)
 				return -ENOMEM;
 			/* the main thread touches its own CPU */
@@ -1174,16 +1175,16 @@ static void slabstorm_free(void)
 	slabstorm_destroy_fixed();
 	if (pcpus) {
 		for_each_possible_cpu(c)
-			kfree(per_cpu_ptr(pcpus, c)->objs);
+			kvfree(per_cpu_ptr(pcpus, c)->objs);
 		free_percpu(pcpus);
 	}
 	for (p = 0; p < NR_PHASES; p++)
 		kfree(phases[p].irqs);
-	kfree(snap_cur);
-	kfree(snap_prev);
-	kfree(irqs_acc);
-	kfree(irqs_after);
-	kfree(irqs_before);
+	storm_irqs_free(snap_cur);
+	storm_irqs_free(snap_prev);
+	storm_irqs_free(irqs_acc);
+	storm_irqs_free(irqs_after);
+	storm_irqs_free(irqs_before);
 	free_cpumask_var(touch_mask);
 }
 

@@ -422,6 +422,20 @@ def test_bad_parameter_is_refused_with_reason(guest_once, name):
     assert "flush_kind=" not in case.dmesg, "the storm started"
 
 
+def test_a_storm_too_big_for_insmods_memory_cgroup_is_refused(guest):
+    """tlbstorm's user pages are charged to insmod's memory cgroup: 16 MiB
+    in a cgroup limited to 24 MiB is refused (more than half of what the
+    limit leaves), 4 MiB runs (issue 46 item 6)."""
+    case = guest.case("tlb_bad_memcg")
+    assert_refused(case, "pages: would hold 16 MiB at once in insmod's "
+                   "memory cgroup, more than half of the")
+    case = guest.case("tlb_memcg_fits")
+    assert case.rc == 0, case.stderr
+    assert case.result["status"] == "done"
+    assert case.result["flushes"] == "10"
+    assert_clean(case.dmesg)
+
+
 def test_background_storm_finishes_on_its_own(guest):
     case = guest.case("tlb_background_done")
     res = case.result

@@ -135,7 +135,6 @@ static const char * const tlbstorm_flush_kind_name[] = {
 struct tlbstorm_flusher {
 	int cpu;
 	struct task_struct *task;
-	u64 begun;			/* flushes begun: see tlbstorm_worker_fn() */
 	u64 flushes;
 	u64 errors;
 	int last_error;
@@ -192,22 +191,25 @@ static void tlbstorm_worker_error(struct tlbstorm_worker *w, int err)
 }
 
 /*
+ * Every flusher's flushes, begun and done, in one cache line that the
+ * workers read at each look: the look is inside the measurement, and one
+ * line per flusher would cost a miss per flusher, across sockets too.
+ */
+static struct {
+	atomic64_t begun;
+	atomic64_t done;
+} tlbstorm_total ____cacheline_aligned_in_smp;
+
+/*
  * Flushes begun and done by all flushers, in that order: a flush counted
  * done here was counted begun in any earlier call.
  */
 static void tlbstorm_flush_counts(u64 *begun, u64 *done)
 {
-	u64 b = 0, d = 0;
-	int cpu;
-
-	for_each_cpu(cpu, flusher_mask)
-		b += READ_ONCE(per_cpu_ptr(flushers, cpu)->begun);
-	/* pairs with the flusher's smp_wmb() between its flush and done */
+	*begun = atomic64_read(&tlbstorm_total.begun);
+	/* pairs with the flusher's barrier between its flush and done */
 	smp_rmb();
-	for_each_cpu(cpu, flusher_mask)
-		d += READ_ONCE(per_cpu_ptr(flushers, cpu)->flushes);
-	*begun = b;
-	*done = d;
+	*done = atomic64_read(&tlbstorm_total.done);
 }
 
 /* Context switches of current so far: unchanged, it held its CPU. */
@@ -385,9 +387,9 @@ static int tlbstorm_flusher_fn(void *arg)
 			break;
 		}
 		if (storm_mode == TLBSTORM_USER) {
-			WRITE_ONCE(f->begun, f->begun + 1);
+			atomic64_inc(&tlbstorm_total.begun);
 			/* a worker that missed the count is in the mask */
-			smp_mb();
+			smp_mb__after_atomic();
 			ret = tlbstorm_flush_user(f);
 		} else {
 			ret = tlbstorm_flush_kernel(f);
@@ -399,7 +401,8 @@ static int tlbstorm_flusher_fn(void *arg)
 			break;
 		}
 		/* a worker that sees it done saw it begun: flush_counts() */
-		smp_wmb();
+		smp_mb__before_atomic();
+		atomic64_inc(&tlbstorm_total.done);
 		WRITE_ONCE(f->flushes, f->flushes + 1);
 		if (delay)
 			usleep_range(delay, delay + 1);
@@ -446,6 +449,7 @@ static enum tlbstorm_flush_kind tlbstorm_expected_flush(void)
 /* The counts, times and sizes: each within its bound, and the memory. */
 static int tlbstorm_check_bounds(void)
 {
+	u64 bytes;
 	int ret;
 
 	ret = storm_check_bound("numflush", numflush, timeout);
@@ -461,11 +465,15 @@ static int tlbstorm_check_bounds(void)
 	      storm_check_range("pages", pages, TLBSTORM_MAX_PAGES);
 	if (ret)
 		return ret;
-	/* user: each flusher maps pages at a time; kernel: one vmap */
-	return storm_check_memory("pages",
-				  (u64)pages * PAGE_SIZE *
-				  (storm_mode == TLBSTORM_USER ?
-				   cpumask_weight(flusher_mask) : 1));
+	/*
+	 * user: each flusher maps pages at a time, in insmod's mm and so in
+	 * its memory cgroup; kernel: one vmap
+	 */
+	if (storm_mode == TLBSTORM_KERNEL)
+		return storm_check_memory("pages", (u64)pages * PAGE_SIZE);
+	bytes = (u64)pages * PAGE_SIZE * cpumask_weight(flusher_mask);
+	return storm_check_memory("pages", bytes) ?:
+	       storm_check_memcg("pages", bytes, current->mm);
 }
 
 /* mode=kernel: one flusher, and every other online CPU is flushed. */
@@ -858,7 +866,7 @@ static void tlbstorm_free_kpages(void)
 	for (i = 0; i < pages; i++)
 		if (kpages[i])
 			__free_page(kpages[i]);
-	kfree(kpages);
+	kvfree(kpages);
 	kpages = NULL;
 }
 
@@ -866,7 +874,7 @@ static int tlbstorm_alloc_kpages(void)
 {
 	unsigned long i;
 
-	kpages = kcalloc(pages, sizeof(*kpages), GFP_KERNEL);
+	kpages = kvcalloc(pages, sizeof(*kpages), GFP_KERNEL);
 	if (!kpages)
 		return -ENOMEM;
 	for (i = 0; i < pages; i++) {
@@ -881,9 +889,9 @@ static void tlbstorm_free(void)
 {
 	tlbstorm_free_kpages();
 	kfree(hist_total);
-	kfree(irqs_acc);
-	kfree(irqs_after);
-	kfree(irqs_before);
+	storm_irqs_free(irqs_acc);
+	storm_irqs_free(irqs_after);
+	storm_irqs_free(irqs_before);
 	free_percpu(workers);
 	free_percpu(flushers);
 	free_cpumask_var(target_mask);

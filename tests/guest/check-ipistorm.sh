@@ -65,6 +65,12 @@ case_open ipi_starved
 capture_load "$dir" ipistorm starve_load ipistorm numipi=0 timeout=30 single=1 wait=0 cpulist=0 offset=1
 echo $? >"$dir/rc"
 case_close ipistorm
+# wait=0: the window's closing counts wait for the calls still in flight;
+# one call each, the one that used to fall outside the window
+for i in 1 2 3 4 5; do
+	storm_quick_case "ipi_nowait_last_$i" ipistorm numipi=1 single=1 wait=0 \
+		cpulist=0 offset=1 latency=0
+done
 # the calls check: a count one off (injected) ends the storm FAILURE
 storm_case ipi_miscount ipistorm numipi=100 single=1 cpulist=0 inject_miscount=1
 storm_case ipi_timed ipistorm timeout=2 single=1 cpulist=0

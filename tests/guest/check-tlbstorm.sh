@@ -122,6 +122,21 @@ if once; then
 	storm_quick_case tlb_bad_delay_huge tlbstorm numflush=10 delay=99999999
 fi
 
+# insmod in a memory cgroup whose limit leaves less than twice what the
+# flusher would map (its pages are charged there): refused; a quarter of
+# that runs. On every kernel: it reads the kernel's struct mem_cgroup.
+memcg=/sys/fs/cgroup/storm-memcg
+if echo +memory >/sys/fs/cgroup/cgroup.subtree_control &&
+	mkdir -p "$memcg" && echo 24M >"$memcg/memory.max"; then
+	(
+		# 0: the writer, this subshell, and so its insmods
+		echo 0 >"$memcg/cgroup.procs"
+		storm_quick_case tlb_bad_memcg tlbstorm numflush=10 pages=4096 cpulist=0
+		storm_quick_case tlb_memcg_fits tlbstorm numflush=10 pages=1024 cpulist=0
+	)
+	rmdir "$memcg"
+fi
+
 # Offline CPUs: refused as flusher and as target (the module's check
 # against the online mask: once); the default targets skip them (every
 # kernel).
