@@ -35,7 +35,7 @@ KERNEL = {
     "source": ("linux_source", "Debian's linux-source-6.1 or 7.3 as a git tree"),
 }
 # the shell subcommands (scripts/storm runs their scripts, not Python)
-SHELL = ("run", "test", "demo")
+SHELL = ("run", "test", "demo", "pairs")
 # run by git bisect run for storm bisect; not listed in --help
 INTERNAL = {"bisect-step": ("bisect", "", "step_main"),
             # ktest.pl's TEST on the box: one boot's storm runs
@@ -103,7 +103,9 @@ def usage() -> str:
     lines += [f"  {name:11} {entry[1]}" for name, entry in SUBCOMMANDS.items()]
     lines += [f"  {'run':11} load a storm on this kernel and save its result",
               f"  {'test':11} run the test suite (what CI runs)",
-              f"  {'demo':11} set up, then run a demo storm in a guest"]
+              f"  {'demo':11} set up, then run a demo storm in a guest",
+              f"  {'pairs':11} CPU pairs of this machine (SMT sibling, "
+              "package, node) for cpulist and targets"]
     return "\n".join(lines)
 
 
