@@ -259,6 +259,7 @@ def test_storm_run_parses_its_examples(tmp_path):
 
 @pytest.mark.parametrize("words", [
     ["test", "--help"], ["demo", "--help"], ["run", "--help"],
+    ["pairs", "--help"],
     *([w] for w in cli.SUBCOMMANDS if w not in ("kernel", "seed")),
     ["kernel", "build"], ["kernel", "source"],
     *(["seed", n] for n in seeds.SEEDS)], ids=" ".join)
