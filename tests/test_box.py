@@ -57,6 +57,26 @@ def test_ssh_from_ktest_defaults(tmp_path):
                                 "BOX_SSH := ssh ${NOPE}\n")).ssh
 
 
+def test_conditional_sections_are_refused(tmp_path):
+    """DEFAULTS IF / ELSE hold by ktest.pl's expression rules; read as
+    plain defaults, both branches' options would be taken, the last
+    winning: refused with the line instead."""
+    text = ("MACHINE = box3\nDEFAULTS IF ${ARCH} == x86_64\n"
+            "REBOOT = ssh root@box3 reboot\nDEFAULTS ELSE\n"
+            "REBOOT = power-cycle box3\n")
+    with pytest.raises(ktest.ConfigError,
+                       match=r"e.conf:2: 'DEFAULTS IF \$\{ARCH\} == x86_64': "
+                             r"storm box does not evaluate"):
+        ktest.read_config(write(tmp_path / "e.conf", text))
+    with pytest.raises(ktest.ConfigError, match=r"f.conf:3: 'ELSE'"):
+        ktest.read_config(write(tmp_path / "f.conf",
+                                "MACHINE = m\nDEFAULTS\nELSE\n"))
+    # a plain DEFAULTS section and DEFAULTS OVERRIDE are read as before
+    cfg = ktest.read_config(write(tmp_path / "g.conf",
+                                  "DEFAULTS OVERRIDE\nMACHINE = box4\n"))
+    assert cfg.options["MACHINE"] == "box4"
+
+
 def test_templates_have_what_ktest_asks_for():
     for conf, extra in ((BOX_CONF, {}),
                         (TESTVM_CONF, {"BOX_PORT": "2222",

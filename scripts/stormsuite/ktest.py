@@ -112,12 +112,19 @@ def _read(path: pathlib.Path, variables: dict[str, str],
         lines = path.read_text().splitlines()
     except OSError as e:
         raise ConfigError(f"{path}: {e.strerror}") from e
-    for line in lines:
+    for n, line in enumerate(lines, 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         if re.match(r"TEST_START\b", line):
             return False
+        # a conditional section's options hold or not by ktest.pl's
+        # expression rules: read as unconditional they would be wrong
+        if re.match(r"(DEFAULTS\s+IF|ELSE)\b", line):
+            raise ConfigError(
+                f"{path}:{n}: '{line}': storm box does not evaluate "
+                "ktest.pl's conditional sections (DEFAULTS IF, ELSE): give "
+                "the box's options unconditionally")
         if re.match(r"DEFAULTS\b", line):
             continue
         m = re.match(r"INCLUDE\s+(\S+)", line)
