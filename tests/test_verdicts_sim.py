@@ -243,3 +243,44 @@ def test_model_bisect_names_the_right_commit():
     print(f"bisect, lognormal model, 5 commits, 20% regression: right in "
           f"{100 * right:.1f}% of {trials}, {boots:.1f} boots each")
     assert at_least(right, trials, 0.95)
+
+
+# ---------------------------------------------------------------- the floor
+
+def boot_spread(pool) -> float:
+    """The spread of real boots' times on the log scale, a boot's number
+    the fastest of its runs as the bisect takes it (verdict.summary_of)."""
+    levels = np.log([min(b) for b in simulate.real_boot_numbers(pool, 5)])
+    return float(np.std(levels, ddof=1))
+
+
+def test_the_time_spread_floor_is_below_every_real_boot_spread():
+    """classify.MIN_SPREAD against data: the boots of the A/A pool (2.4%)
+    and of each level of the e2e tree (0.93-0.97%, 10 runs a boot) spread
+    by more than the 0.5% floor, so the floor binds only where a few
+    boots agree by chance, never on a spread real boots show."""
+    from stormsuite import classify
+    spreads = {"aa": boot_spread(AA), "good": boot_spread(GOOD),
+               "bad": boot_spread(BAD)}
+    print("boot spreads (log scale): " + ", ".join(
+        f"{k} {100 * v:.2f}%" for k, v in spreads.items()))
+    assert min(spreads.values()) > classify.MIN_SPREAD, spreads
+
+
+@pytest.mark.parametrize("spread", [0.002, 0.02])
+def test_a_step_errs_no_more_than_its_odds_either_side_of_the_floor(spread):
+    """A bisect step on a commit that is, in truth, good: its boots and
+    the endpoints' (3 each) spread by 0.2% (under the floor, which then
+    holds the spread estimate up) or 2% (over it, the floor idle), the
+    bad level 3 spreads above the good one. Called bad at most about
+    1 / ODDS of the time on either side of the floor."""
+    from stormsuite import classify
+    rng = np.random.default_rng(int(spread * 1e4))
+    trials, wrong = 400, 0
+    for _ in range(trials):
+        levels = classify.Levels(good=[rng.normal(0, spread, 3)],
+                                 bad=[rng.normal(3 * spread, spread, 3)])
+        commit = rng.normal(0, spread, 3)
+        wrong += classify.classify(commit, levels).decision == classify.BAD
+    print(f"spread {100 * spread:g}%: called bad {wrong} of {trials}")
+    assert at_most(wrong / trials, trials, 2 / classify.ODDS)
