@@ -381,6 +381,43 @@ def test_run_not_done_writes_nothing(fake, tmp_path, status):
 
 
 @needs_root
+def test_a_call_error_without_check_failures_writes_nothing(fake, tmp_path):
+    """status failed with failures 0 is the storm failing to run (a
+    call's error), not the kernel failing its checks: refused as ever."""
+    bad = tmp_path / "bad.result"
+    text = (DATA / "ipistorm-6.1-single.result").read_text()
+    bad.write_text(text.replace("status: done", "status: failed\nfailures: 0"))
+    p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1",
+                 FAKE_RESULT=str(bad))
+    assert p.returncode == 1
+    assert "status is 'failed', not done" in p.stderr
+    assert fake.files() == []
+
+
+@needs_root
+def test_a_run_whose_checks_failed_is_written_and_exits_3(fake, tmp_path):
+    """The kernel under test failed the storm's checks: every run is
+    written (the evidence), the warm-up is named but not written, and
+    storm run exits 3 naming each run and its failures."""
+    bad = tmp_path / "check.result"
+    text = (DATA / "ipistorm-6.1-single.result").read_text()
+    bad.write_text(text.replace("status: done", "status: failed\nfailures: 2"))
+    p = fake.run("--runs", "2", "--warmup", "1", "ipistorm", "numipi=1",
+                 FAKE_RESULT=str(bad))
+    assert p.returncode == 3, p.stderr
+    written = [pathlib.Path(x) for x in p.stdout.split()]
+    assert written == fake.files() and len(written) == 2
+    for f in written:
+        doc = json.loads(f.read_text())
+        assert doc["result"]["status"] == "failed"
+        assert doc["result"]["failures"] == 2
+    assert "FAILURE: the storm's checks failed" in p.stderr
+    for what in ("warm-up 1/1: 2 check failures (a warm-up: not written)",
+                 "run 1/2: 2 check failures", "run 2/2: 2 check failures"):
+        assert what in p.stderr
+
+
+@needs_root
 def test_result_of_another_storm_is_refused(fake, tmp_path):
     bad = tmp_path / "other.result"
     text = (DATA / "ipistorm-6.1-single.result").read_text()

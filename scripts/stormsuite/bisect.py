@@ -15,7 +15,9 @@ time, the median run for other times, the mean for counts).
    (incrementally, in one build directory) and boots it two at a time
    until the likelihood ratio of "like good" against "like bad" is clear
    (classify.decide), at most --max-boots times; then good (0) or bad (1).
-   A failed build or boot: skip (125).
+   A failed build or boot: skip (125). --metric failures decides without
+   statistics: --boots boots of --runs runs each, bad if the storm's
+   checks failed in any run, else good.
 3. Measures the first bad commit against its parent again (0-day's check
    before a report): both built and booted, interleaved, --boots each,
    and prints both with the change and its confidence interval; says so
@@ -59,7 +61,7 @@ import numpy as np
 
 from . import (classify, compare, guest, kbuild, matrix, options, runs,
                source, stats, verdict)
-from .bisect_state import BisectState, Reading
+from .bisect_state import FAILURES, BisectState, Reading
 from .git import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
@@ -177,8 +179,13 @@ def build_and_boot(state: BisectState, requests: list[Request]
     out: list[Measured] = []
     for boots in plan:
         mine = [d for d in done if d.boot in boots]
-        samples = [state.reading.samples([runs.load_run(f) for f in d.files])
-                   for d in mine]
+        try:
+            samples = [state.reading.samples([runs.load_run(f)
+                                              for f in d.files])
+                       for d in mine]
+        except runs.RunError as e:
+            # a kernel whose storm's checks fail has no time to bisect on
+            raise MeasureError(str(e)) from e
         out.append((samples, [str(f) for d in mine for f in d.files]))
     return out
 
@@ -288,17 +295,21 @@ def step(state_file: pathlib.Path) -> int:
               file=sys.stderr, flush=True)
         return got
 
-    levels = state.classify_levels()
     try:
-        verdict, _ = classify.decide(
-            boot, levels, log=reading.log_scale, first=state.jobs,
-            more=state.jobs, cap=state.max_boots)
+        if reading.deterministic:
+            verdict = failures_verdict(boot(state.boots))
+        else:
+            verdict, _ = classify.decide(
+                boot, state.classify_levels(), log=reading.log_scale,
+                first=state.jobs, more=state.jobs, cap=state.max_boots)
     except MeasureError as e:
         record.update(decision="skip", why=str(e))
         code = EXIT_SKIP
     else:
-        record.update(decision=verdict.decision, odds=verdict.odds,
-                      position=verdict.position)
+        record.update(decision=verdict.decision)
+        if not reading.deterministic:
+            # (a failures step has no odds: it is certain either way)
+            record.update(odds=verdict.odds, position=verdict.position)
         code = {classify.GOOD: EXIT_GOOD, classify.BAD: EXIT_BAD}.get(
             verdict.decision, EXIT_SKIP)
         if code == EXIT_SKIP:
@@ -314,11 +325,44 @@ def step(state_file: pathlib.Path) -> int:
     shown = reading.describe(reading.summaries(record["boots"])) \
         if record["boots"] else ""
     why = f" ({record['why']})" if "why" in record else \
+        f" ({len(record['boots'])} boots x {state.runs} runs)" \
+        if reading.deterministic else \
         f" (odds good:bad {classify.fmt_odds(record['odds'])}, at " \
         f"{record['position']:.2f} of the way from good to bad)"
     print(f"storm bisect: {short(sha)}: {record['decision']}{why} "
           f"{reading.shown}: {shown}", file=sys.stderr, flush=True)
     return code
+
+
+def failures_verdict(boot_failures: list[float]) -> classify.Verdict:
+    """--metric failures: bad if any boot's runs failed the storm's
+    checks, good if none did; certain either way (the odds are 0 or
+    infinite, the position 1 or 0)."""
+    if any(n > 0 for n in boot_failures):
+        return classify.Verdict(classify.BAD, 0.0, 1.0)
+    return classify.Verdict(classify.GOOD, float("inf"), 0.0)
+
+
+def failures_line(good: list[float], bad: list[float],
+                  state: BisectState) -> str:
+    """The endpoints (or the parent and the first bad commit) on
+    failures: 'good 0 failures in 0 of 3 boots, bad ...'."""
+    describe = state.reading.describe
+    return (f"failures: good {describe(good)}, bad {describe(bad)} "
+            f"({state.runs} runs a boot)")
+
+
+def failures_differ(good: list[float], bad: list[float]) -> bool:
+    """The endpoints of a failures bisect: none at good, some at bad."""
+    return not any(n > 0 for n in good) and any(n > 0 for n in bad)
+
+
+def endpoints_line(state: BisectState) -> str:
+    """The endpoints' verdict as the summary and the refusal print it."""
+    good, bad = state.levels["good"][0], state.levels["bad"][0]
+    if state.reading.deterministic:
+        return failures_line(good, bad, state)
+    return verdict_line(good, bad, state)[0]
 
 
 # ---------------------------------------------------------------- driver
@@ -346,6 +390,8 @@ def measure_endpoints(state: BisectState, tree: pathlib.Path) -> bool:
     ticks' slope within their boots. Resumed, the rounds come back from
     the journal (measurer_for) and the same rounds decide the same."""
     measurer = measurer_for(state, "endpoints")
+    if state.reading.deterministic:
+        return failure_endpoints(state, tree, measurer)
     reading = state.reading
     good, bad = state.good, state.bad
     samples: dict[str, list[list[float]]] = {"good": [], "bad": []}
@@ -388,17 +434,44 @@ def measure_endpoints(state: BisectState, tree: pathlib.Path) -> bool:
     state.endpoints_p = found.p
     state.endpoints_within = None if found.within is None \
         else [*found.within, 1 - 2 * found.alpha]
-    # a resumed bisect whose endpoints were done has them in steps.jsonl
+    log_endpoints(state, tree, files)
+    return found.differ
+
+
+def log_endpoints(state: BisectState, tree: pathlib.Path,
+                  files: dict[str, list[str]]) -> None:
+    """Each endpoint's boots and run files into steps.jsonl, once: a
+    resumed bisect whose endpoints were done has them there."""
     logged = {s["endpoint"] for s in steps(pathlib.Path(state.dir))
               if "endpoint" in s}
-    for which, sha, b in (("good", good, found.good),
-                          ("bad", bad, found.bad)):
+    for which, sha in (("good", state.good), ("bad", state.bad)):
         if which in logged:
             continue
         state.log_step({"commit": sha, "subject": subject(tree, sha),
-                        "endpoint": which, "boot_summaries": b,
+                        "endpoint": which,
+                        "boot_summaries": state.levels[which][0],
                         "files": files[which]})
-    return found.differ
+
+
+def failure_endpoints(state: BisectState, tree: pathlib.Path,
+                      measurer: Measurer) -> bool:
+    """--metric failures: both endpoints booted --boots times each,
+    interleaved, once (no rounds: the checks need no odds); whether the
+    good endpoint had no failure and the bad one some."""
+    good, bad = state.good, state.bad
+    print(f"storm bisect: booting the endpoints {short(good)} and "
+          f"{short(bad)}, {state.boots} each", file=sys.stderr, flush=True)
+    (g_s, g_f), (b_s, b_f) = measurer(state, [(good, state.boots),
+                                              (bad, state.boots)])
+    reading = state.reading
+    gb, bb = reading.summaries(g_s), reading.summaries(b_s)
+    print(f"storm bisect: good {short(good)}: {reading.describe(gb)}; "
+          f"bad {short(bad)}: {reading.describe(bb)}",
+          file=sys.stderr, flush=True)
+    state.levels = {"good": [gb], "bad": [bb]}
+    state.good_files, state.bad_files = g_f, b_f
+    log_endpoints(state, tree, {"good": g_f, "bad": b_f})
+    return failures_differ(gb, bb)
 
 
 def verdict_line(base: list[float], new: list[float],
@@ -429,6 +502,8 @@ def confirm(state: BisectState, tree: pathlib.Path, first_bad: str,
             state, [(parent, state.boots), (first_bad, state.boots)])
     except MeasureError as e:
         return f"could not measure it against its parent: {e}\n", False
+    if state.reading.deterministic:
+        return confirm_failures(state, parent, p_s, b_s)
     line, est = verdict_line(state.reading.summaries(p_s),
                              state.reading.summaries(b_s), state)
     direction = np.sign(np.median(state.levels["bad"][0])
@@ -454,6 +529,23 @@ def confirm(state: BisectState, tree: pathlib.Path, first_bad: str,
             compare.write_outputs(cmp, table, state_dir)
             report += "\n" + table
     return report, confirmed
+
+
+def confirm_failures(state: BisectState, parent: str,
+                     parent_boots: list[list[float]],
+                     bad_boots: list[list[float]]) -> tuple[str, bool]:
+    """The check of a failures bisect: the parent again without a
+    failure, the first bad commit again with some."""
+    reading = state.reading
+    pb, bb = reading.summaries(parent_boots), reading.summaries(bad_boots)
+    confirmed = failures_differ(pb, bb)
+    line = (f"parent {reading.describe(pb)}, first bad "
+            f"{reading.describe(bb)} ({state.runs} runs a boot)")
+    return (f"re-measured against its parent {short(parent)}: {FAILURES}: "
+            f"{line}: " + ("confirmed" if confirmed else
+                           "NOT confirmed: the failures do not begin "
+                           "between these two commits; treat the culprit "
+                           "as a suspect") + "\n"), confirmed
 
 
 def first_bad_commit(tree: pathlib.Path) -> str | None:
@@ -514,7 +606,11 @@ def parser() -> argparse.ArgumentParser:
                    "time (the storm's time per call, flush or op), "
                    "runtime, a /proc/interrupts row such as CAL, or any "
                    "metric name storm compare prints; default auto: insn "
-                   "where instructions are counted, else time")
+                   "where instructions are counted, else time. "
+                   "failures: the storm's checks, no statistics: a commit "
+                   "is bad if any run of its --boots boots x --runs runs "
+                   "failed them, good if none did (the good endpoint must "
+                   "have none, the bad one some)")
     p.add_argument("--append", default="",
                    help="boot arguments for every kernel, e.g. idle=poll")
     p.add_argument("--confidence", type=float, default=0.95,
@@ -796,8 +892,13 @@ def bisect_in(state: BisectState, user_tree: pathlib.Path) -> int:
         recorded = [s for s in steps(state_dir) if "endpoint" not in s]
         relearn(state, recorded)
         state.save()
-        line, _ = verdict_line(state.levels["good"][0],
-                               state.levels["bad"][0], state)
+        line = endpoints_line(state)
+        if not differ and state.reading.deterministic:
+            print("storm bisect: refusing to bisect: the endpoints do not "
+                  f"differ on {FAILURES} (the good one must have none in "
+                  f"{state.boots} boots x {state.runs} runs, the bad one "
+                  f"some): {line}", file=sys.stderr)
+            return 1
         if not differ:
             within = state.endpoints_within
             why = (f"differ by {state.reading.floor:g}% or more (the "

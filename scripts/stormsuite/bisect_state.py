@@ -19,6 +19,10 @@ import numpy as np
 
 from . import bootmodel, classify, compare, metrics, runs, stats, verdict
 
+# --metric failures: the storm's checks (runs.failures_of), decided
+# without statistics: a commit is bad when any run of its boots failed
+FAILURES = "failures"
+
 
 def resolve_metric(name: str, storm: str, available: list[str]) -> str:
     """'auto' (insn where instructions were counted, else time), 'insn'
@@ -63,9 +67,26 @@ class Reading:
     tick_slope: float | None = None
     tick_ref: float | None = None
 
+    @property
+    def deterministic(self) -> bool:
+        """--metric failures: a commit's runs decide it as they are, bad
+        on any failure, never by odds or intervals."""
+        return self.asked == FAILURES
+
     def samples(self, run_docs: list[dict[str, Any]]) -> list[float]:
         """The metric's value in each run, tick-corrected once the slope
-        is known."""
+        is known. A statistic is never made of runs whose storm's checks
+        failed (a wrong kernel, not a slow one): runs.RunError names
+        them."""
+        if self.deterministic:
+            self.name, self.kind, self.summary = FAILURES, FAILURES, "sum"
+            return [float(runs.failures_of(d)) for d in run_docs]
+        failed = [d for d in run_docs if runs.check_failed(d)]
+        if failed:
+            raise runs.RunError(
+                f"the storm's checks failed in {runs.failed_text(failed)}: "
+                f"no {self.asked} is measured on a kernel that fails them "
+                f"(storm bisect --metric {FAILURES} finds where they began)")
         by_name = {m.name: (m, v)
                    for m, v in metrics.of_runs(run_docs).items()}
         self.name = resolve_metric(self.asked, self.storm, sorted(by_name))
@@ -145,6 +166,8 @@ class Reading:
     def log_scale(self) -> bool:
         """Times are compared as ratios; counts (which may be 0) as they
         are. Time until run files say otherwise."""
+        if self.deterministic:
+            return False
         return (self.kind or "time") in ("time", "insn")
 
     @property
@@ -164,16 +187,29 @@ class Reading:
     def summaries(self, boots: list[list[float]]) -> list[float]:
         """One number per boot: for instructions bootmodel's (the mean
         of its runs after the ticks, runs far above left out), else
-        stats.boot_summary as the metric asks."""
+        stats.boot_summary as the metric asks; for failures, the boot's
+        total."""
+        if self.deterministic:
+            return [float(sum(b)) for b in boots]
         if self.kind == "insn":
             return [bootmodel.boot_of(np.asarray(b)).number for b in boots]
         return [stats.boot_summary(b, self.summary) for b in boots]
 
     def describe(self, xs: list[float]) -> str:
+        if self.deterministic:
+            return failures_text(xs)
         s = stats.summarize(xs)
         unit = "ns" if self.name.endswith("_ns") else ""
         mean = compare.fmt_value(s.mean, metrics.Metric(self.name, "", unit))
         return f"mean {mean} CV {s.cv:.1f}% n={s.n}"
+
+
+def failures_text(boots: list[float]) -> str:
+    """'3 failures in 2 of 3 boots' from the boots' totals."""
+    total = int(sum(boots))
+    hit = sum(1 for b in boots if b > 0)
+    return (f"{total} failure{'' if total == 1 else 's'} in {hit} of "
+            f"{len(boots)} boot{'' if len(boots) == 1 else 's'}")
 
 
 # state.json's keys for Reading's fields

@@ -14,6 +14,12 @@ runs never join a comparison by accident. Inside a series the runs are
 grouped by boot (Series.boots): the boot is the unit the statistics
 compare. Run files from before series ids count as one series, "legacy",
 whose boots are told apart by run.index starting again at 1.
+
+A run whose storm's checks failed (result failures above 0, status
+failed: `storm run` writes it as evidence, and exits 3) is a wrong kernel,
+not a slow one: a series keeps such runs apart (Series.failed), out of
+every time and count statistic, and says so on stderr when it reads them.
+`storm bisect --metric failures` reads them (failures_of).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import sys
 from typing import Any, Iterable
 
 from . import REPO, runfile
@@ -62,6 +69,26 @@ def load_run(path: pathlib.Path) -> dict[str, Any]:
 
 def is_traced(run: dict[str, Any]) -> bool:
     return bool(run.get("run", {}).get("traced"))
+
+
+def failures_of(run: dict[str, Any]) -> int:
+    """The violations the storm's checks found in the run: its result's
+    failures line (0 in results from before the checks had one)."""
+    value = run.get("result", {}).get("failures", 0)
+    return int(value) if isinstance(value, (int, float)) else 0
+
+
+def check_failed(run: dict[str, Any]) -> bool:
+    """The storm's checks found the kernel wrong in this run."""
+    return failures_of(run) > 0
+
+
+def failed_text(failed: list[dict[str, Any]]) -> str:
+    """'run-X.json (2 failures), run-Y.json (1 failure)'"""
+    return ", ".join(
+        f"{pathlib.Path(str(r.get('_path', '?'))).name} "
+        f"({failures_of(r)} failure{'' if failures_of(r) == 1 else 's'})"
+        for r in failed)
 
 
 LEGACY_SERIES = "legacy"
@@ -130,6 +157,8 @@ class Series:
     traced: list[dict[str, Any]]
     left_out: list[str] = dataclasses.field(default_factory=list)
                                         # series ids in dir not read
+    # runs whose storm's checks failed: in neither list above
+    failed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def boots(self) -> list[list[dict[str, Any]]]:
@@ -182,11 +211,23 @@ def series_from_runs(label: str, d: pathlib.Path,
                 f"directory: {doc['_path']} is {doc['storm']} "
                 f"{params_text(doc['params'])}, {first['_path']} is "
                 f"{first['storm']} {params_text(first['params'])}")
+    # the one place runs become a series: a wrong kernel's runs stay out
+    # of every statistic made from it (compare, matrix, report, ab)
+    failed = [r for r in docs if check_failed(r)]
+    if failed:
+        print(f"storm: warning: {d}: {len(failed)} run"
+              f"{'' if len(failed) == 1 else 's'} whose storm's checks "
+              f"failed left out of the statistics: {failed_text(failed)}",
+              file=sys.stderr)
+    docs = [r for r in docs if not check_failed(r)]
+    if not docs:
+        raise RunError(f"{d}: the storm's checks failed in every run "
+                       f"({failed_text(failed)}): nothing to measure")
     return Series(label=label, dir=d, storm=first["storm"],
                   params=dict(first["params"]),
                   runs=[r for r in docs if not is_traced(r)],
                   traced=[r for r in docs if is_traced(r)],
-                  left_out=left_out or [])
+                  left_out=left_out or [], failed=failed)
 
 
 def load_series(d: pathlib.Path, label: str | None = None,
