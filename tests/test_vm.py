@@ -290,3 +290,55 @@ def test_guest_step_says_what_became_of_the_guest(tmp_path):
             f"{said} (storm vm exit 124; files in S)"
     f.unlink()
     assert guest.outcome_text(f, 3) == "storm vm exit 3, no status written"
+
+
+def test_a_boot_whose_only_trouble_is_its_checks_is_a_measurement(tmp_path):
+    """storm run exits 3 when a storm's checks failed, its runs written
+    (storm bisect --metric failures reads them): such a boot is not a
+    failed one, whether storm vm saw the exit or the checks' reports in
+    dmesg; any other problem still fails it."""
+    from stormsuite import guest
+    f = tmp_path / "status.json"
+    check = "[ 9.1] ipistorm: check failed: CPU 0 ran 1 calls, 0 were sent"
+    for st, want in (
+            (dict(outcome="command-failed", command_exit=3), True),
+            (dict(outcome="kernel-problem", command_exit=3,
+                  problems=[check]), True),
+            (dict(outcome="kernel-problem", command_exit=3,
+                  problems=[check, "[ 9.2] BUG: soft lockup"]), False),
+            (dict(outcome="kernel-problem", command_exit=0,
+                  problems=[check]), False),
+            (dict(outcome="command-failed", command_exit=1), False),
+            (dict(outcome="timeout"), False)):
+        f.write_text(json.dumps(st))
+        assert guest.checks_failed_only(f) is want, st
+    f.unlink()
+    assert not guest.checks_failed_only(f)
+
+
+def test_a_step_whose_checks_failed_does_not_stop_the_boot(tmp_path):
+    """The boot's command runs every step past one that exits 3 and
+    exits 3 itself; a step that fails otherwise stops the boot there."""
+    from stormsuite import guest
+    (tmp_path / "scripts").mkdir()
+    storm = tmp_path / "scripts" / "storm"
+    storm.write_text('#!/bin/sh\necho "$*"\ncase "$*" in\n'
+                     '*fail3*) exit 3 ;;\n*fail1*) exit 1 ;;\nesac\n')
+    storm.chmod(0o755)
+
+    def boot_rc(*params: str) -> tuple[int, list[str]]:
+        boot = guest.Boot(guest.Guest("6.1"), "lab", "s-1", "b",
+                          tuple(guest.Step("ipistorm", (p,))
+                                for p in params))
+        listing = tmp_path / "listing"
+        listing.unlink(missing_ok=True)
+        cmd = guest.boot_command(boot, runs=1, warmup=0,
+                                 results=tmp_path, listing=listing)
+        rc = subprocess.run(cmd, cwd=tmp_path).returncode
+        return rc, [line.split()[-1]
+                    for line in listing.read_text().splitlines()]
+
+    assert boot_rc("a=1", "b=1") == (0, ["a=1", "b=1"])
+    assert boot_rc("a=1", "fail3=1", "b=1") == (3, ["a=1", "fail3=1", "b=1"])
+    assert boot_rc("fail1=1", "b=1") == (1, ["fail1=1"])
+    assert boot_rc("fail3=1", "fail1=1", "b=1") == (1, ["fail3=1", "fail1=1"])

@@ -22,6 +22,7 @@ import datetime
 import json
 import os
 import pathlib
+import re
 import secrets
 import shlex
 import subprocess
@@ -31,8 +32,13 @@ import threading
 import time
 from typing import Sequence
 
-from . import REPO
+from . import REPO, dmesg
 from .runs import RESULTS
+
+# storm run's exit status when a storm's own checks failed (the kernel
+# ran a call twice, a flush missed a CPU): its runs are written, with
+# their failures, for storm bisect --metric failures
+CHECKS_FAILED = 3
 
 STORM = REPO / "scripts" / "storm"
 VM_STATE = REPO / "build" / "vm"   # storm vm's state directories
@@ -161,6 +167,22 @@ def outcome_text(status_file: pathlib.Path, rc: int) -> str:
     return f"{what} (storm vm exit {rc}; files in {st.get('state')})"
 
 
+def checks_failed_only(status_file: pathlib.Path) -> bool:
+    """Whether a failed boot's only trouble is its storms' own checks:
+    the guest's command exited CHECKS_FAILED (every run written) and any
+    kernel problem its dmesg showed is such a check's report."""
+    try:
+        st = json.loads(status_file.read_text())
+    except (OSError, ValueError):
+        return False
+    if st.get("command_exit") != CHECKS_FAILED:
+        return False
+    if st.get("outcome") == "command-failed":
+        return True
+    return st.get("outcome") == "kernel-problem" and all(
+        re.search(dmesg.CHECK_FAILED, p) for p in st.get("problems", []))
+
+
 def run_command(cmd: list[str], prefix: str = "") -> int:
     """Run a storm vm command, echoing its output (prefixed when guests
     run side by side); its exit status."""
@@ -197,14 +219,17 @@ def boot_command(boot: Boot, *, runs: int, warmup: int,
                  extra: Sequence[str] = ()) -> list[str]:
     """What the guest runs: storm run for each step, stopping at the
     first that fails (the boot then fails), the paths of the files each
-    wrote (its stdout) added to LISTING."""
+    wrote (its stdout) added to LISTING. A step whose storm's checks
+    failed (CHECKS_FAILED: its runs written) does not stop the others;
+    the boot then exits CHECKS_FAILED."""
     cmds = [["scripts/storm", "run", "--runs", str(runs), "--warmup",
              str(warmup), "--results", str(results), "--label", boot.label,
              "--series", boot.series, *extra, step.storm, *step.params]
             for step in boot.steps]
-    return ["sh", "-c", " && ".join(f"{shlex.join(c)} >>"
-                                    f"{shlex.quote(str(listing))}"
-                                    for c in cmds)]
+    steps = [f"{shlex.join(c)} >>{shlex.quote(str(listing))} || "
+             f"{{ r=$?; [ $r = {CHECKS_FAILED} ] || exit $r; "
+             f"rc={CHECKS_FAILED}; }}" for c in cmds]
+    return ["sh", "-c", "; ".join(["rc=0", *steps, "exit $rc"])]
 
 
 def run_storm(boot: Boot, *, runs: int, warmup: int, results: pathlib.Path,
@@ -237,6 +262,10 @@ def run_storm(boot: Boot, *, runs: int, warmup: int, results: pathlib.Path,
     try:
         rc = run_command(cmd, prefix)
         seconds = time.monotonic() - t0
+        if rc != 0 and checks_failed_only(status_file):
+            # a measurement of a kernel that fails the checks: its runs
+            # say so (failures), and the readers keep them apart
+            rc = 0
         failed = outcome_text(status_file, rc) if rc != 0 else ""
         new = untraced_runs(listing)
     finally:
