@@ -290,3 +290,37 @@ def test_check_skips_installed_kernels_it_cannot_build_and_says_why(tmp_path):
         assert "below the floor, 6.1" in skipped[0]
         assert "x86_64-linux-gnu-gcc-no-such, which is not installed" \
             in skipped[1]
+
+
+def test_a_whole_config_is_the_base_under_the_guest_config(tmp_path,
+                                                           monkeypatch):
+    """--config takes a bot's whole .config (make's header says what it
+    is): it goes first, so guest.config's essentials win over its
+    '# CONFIG_9P_FS is not set', and user fragments after; its own
+    symbols are not reported one by one when the tree lacks them."""
+    bot = tmp_path / "config-bot"
+    bot.write_text(f"#\n{kbuild.WHOLE_CONFIG}\n# Linux/x86 7.9.0 Kernel "
+                   "Configuration\n#\n# CONFIG_9P_FS is not set\n"
+                   "CONFIG_KVM=m\nCONFIG_GONE_IN_THIS_TREE=y\n")
+    frag = tmp_path / "mine.config"
+    frag.write_text("CONFIG_KVM=y\n")
+    assert kbuild.is_whole_config(bot) and not kbuild.is_whole_config(frag)
+    merged = kbuild.merged_fragment([frag, bot])
+    assert merged.index("config-bot") < merged.index("guest.config") \
+        < merged.index("mine.config")
+    cfg = kbuild.parse_config(merged)
+    assert cfg["CONFIG_9P_FS"] == "y" and cfg["CONFIG_KVM"] == "y"
+
+    def fake_make(args, log, what, progress):
+        # the tree takes what it has: everything asked but the gone one
+        (tmp_path / ".config").write_text("".join(
+            f"{k}={v}\n" for k, v in cfg.items()
+            if k != "CONFIG_GONE_IN_THIS_TREE"))
+    monkeypatch.setattr(kbuild, "run_make", fake_make)
+    monkeypatch.setattr(kbuild, "kconfig_symbols", lambda tree: set())
+    notes = []
+    monkeypatch.setattr(kbuild.sys, "stderr",
+                        type("E", (), {"write": notes.append,
+                                       "flush": lambda self: None})())
+    kbuild.configure(tmp_path, tmp_path, merged, 1, False)
+    assert not any("GONE_IN_THIS_TREE" in n for n in notes), notes

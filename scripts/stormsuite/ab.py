@@ -48,7 +48,8 @@ def parser() -> argparse.ArgumentParser:
     options.add_revision_options(p)
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
-                   help="config fragment for both builds (repeatable)")
+                   help="config fragment for both builds (repeatable)"
+                   "; a whole .config (a bot's, as 0-day attaches) is the base instead, under configs/guest.config")
     p.add_argument("--append", default="",
                    help="boot arguments for both kernels, e.g. idle=poll")
     p.add_argument("--out", type=pathlib.Path,

@@ -618,7 +618,8 @@ def parser() -> argparse.ArgumentParser:
                    "and of the final interval (default 0.95)")
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
-                   help="config fragment for every build (repeatable)")
+                   help="config fragment for every build (repeatable)"
+                   "; a whole .config (a bot's, as 0-day attaches) is the base instead, under configs/guest.config")
     p.add_argument("--measurer", default=DEFAULT_MEASURER,
                    help=argparse.SUPPRESS)
     # options.add_storm_arguments's two, the storm optional for --resume

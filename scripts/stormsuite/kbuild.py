@@ -84,10 +84,34 @@ def parse_config(text: str) -> dict[str, str]:
     return out
 
 
+# the first lines of every .config make writes: a whole configuration
+# (a bot's, such as the one 0-day attaches to its reports), not a fragment
+WHOLE_CONFIG = "# Automatically generated file; DO NOT EDIT."
+
+
+def is_whole_config(path: pathlib.Path) -> bool:
+    with path.open(errors="replace") as f:
+        return any(WHOLE_CONFIG in f.readline() for _ in range(3))
+
+
 def merged_fragment(fragments: list[pathlib.Path]) -> str:
-    parts = [f"# {GUEST_CONFIG.relative_to(REPO)}\n" + GUEST_CONFIG.read_text()]
+    """What allnoconfig is given: whole configurations first (the base:
+    where a symbol is given twice the later wins), then guest.config
+    (what the guest and the storms need win over a base that turns them
+    off), then the fragments, in their order."""
+    wholes = [f for f in fragments if is_whole_config(f)]
+    parts = [f"# {f}\n" + f.read_text() for f in wholes]
+    if wholes:
+        # a distribution's configuration names its own certificates
+        # (debian/certs/...), which no other tree has
+        parts.append('# storm: no trusted keys but the kernel\'s own\n'
+                     'CONFIG_SYSTEM_TRUSTED_KEYS=""\n'
+                     'CONFIG_SYSTEM_REVOCATION_KEYS=""\n')
+    parts.append(f"# {GUEST_CONFIG.relative_to(REPO)}\n"
+                 + GUEST_CONFIG.read_text())
     for frag in fragments:
-        parts.append(f"# {frag}\n" + frag.read_text())
+        if frag not in wholes:
+            parts.append(f"# {frag}\n" + frag.read_text())
     # The release is named by make's LOCALVERSION (make_env), never by
     # CONFIG_LOCALVERSION: that one lands in autoconf.h, which every
     # file includes, so two builds named differently would share no
@@ -195,6 +219,15 @@ def run_make(args: list[str], log: pathlib.Path, what: str,
                          f"full log: {log}\n  " + "\n  ".join(shown))
 
 
+def asked(fragment: str) -> str:
+    """What of a merged fragment configure checks the tree took: from
+    guest.config on (a whole configuration's symbols, thousands, many
+    for other versions of the kernel, are taken where the tree has them
+    and not reported one by one)."""
+    head = f"# {GUEST_CONFIG.relative_to(REPO)}\n"
+    return fragment[fragment.index(head):] if head in fragment else fragment
+
+
 def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
               jobs: int, progress: bool) -> None:
     """allnoconfig + the fragment, unless the same fragment made .config."""
@@ -209,7 +242,7 @@ def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
     run_make(make_args(tree, out, jobs)
              + [f"KCONFIG_ALLCONFIG={allconfig}", "allnoconfig"],
              log, "configuration", progress)
-    wanted = parse_config(fragment)
+    wanted = parse_config(asked(fragment))
     got = parse_config((out / ".config").read_text())
     missing = unmet(wanted, got, kconfig_symbols(tree))
     fatal = [m for m in missing if m.split("=")[0] in ESSENTIAL]

@@ -36,7 +36,8 @@ def parser() -> argparse.ArgumentParser:
                    "SERIES finds it")
     p.add_argument("--config", action="append", default=[],
                    type=pathlib.Path, metavar="FRAGMENT",
-                   help="a config fragment merged on top (repeatable)")
+                   help="a config fragment merged on top (repeatable)"
+                   "; a whole .config (a bot's, as 0-day attaches) is the base instead, under configs/guest.config")
     p.add_argument("--prepare-only", action="store_true",
                    help="configure and make modules_prepare only, into "
                    "OUT (default with --series: build/kernel/"
