@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,11 @@ from stormsuite import box, boxbisect, boximage, boxvm, ktest, runs
 
 BOX_CONF = REPO / "configs" / "box" / "box.conf"
 TESTVM_CONF = REPO / "configs" / "box" / "testvm.conf"
+TESTVM_VARS = {"BOX_PORT": "2222", "BOX_KEY": "/k", "BOX_CONSOLE": "/c",
+               "STORM": "storm"}
+# the variables storm defines before a box config (ktest.Run.variables)
+STORM_VARS = ktest.Run("r", pathlib.Path("b"), pathlib.Path("o"), "",
+                       ()).variables
 
 
 def write(path: pathlib.Path, text: str) -> pathlib.Path:
@@ -77,21 +83,69 @@ def test_conditional_sections_are_refused(tmp_path):
     assert cfg.options["MACHINE"] == "box4"
 
 
-def test_templates_have_what_ktest_asks_for():
-    for conf, extra in ((BOX_CONF, {}),
-                        (TESTVM_CONF, {"BOX_PORT": "2222",
-                                       "BOX_KEY": "/k", "BOX_CONSOLE": "/c",
-                                       "STORM": "storm"})):
-        cfg = ktest.read_config(conf, extra)
+def ssh_only(tmp_path: pathlib.Path) -> pathlib.Path:
+    """configs/box/box.conf as its comment says to make it ssh-only: the
+    serial console's three lines out, the ssh-only ones uncommented."""
+    lines = BOX_CONF.read_text().splitlines()
+    out = []
+    for line in lines:
+        if line.startswith(("CONSOLE = ", "CLOSE_CONSOLE_SIGNAL = ",
+                            "POWER_CYCLE = ")):
+            continue
+        if line.startswith(("#CONSOLE = ", "#POWER_CYCLE = ",
+                            "#SLEEP_TIME = ", "#BISECT_SLEEP_TIME = ")):
+            line = line[1:]
+        out.append(line)
+    return write(tmp_path / "ssh-only.conf", "\n".join(out) + "\n")
+
+
+def vm_config(tmp_path: pathlib.Path, console: str) -> pathlib.Path:
+    """The test VM's templates as storm box vm start INCLUDEs them."""
+    return write(tmp_path / f"testvm-{console}.conf",
+                 "".join(f"{k} := {v}\n" for k, v in TESTVM_VARS.items())
+                 + f"INCLUDE {TESTVM_CONF}\n"
+                 f"INCLUDE {boxvm.CONSOLES[console]}\n")
+
+
+def test_templates_have_what_ktest_asks_for(tmp_path):
+    confs = [BOX_CONF, ssh_only(tmp_path),
+             *(vm_config(tmp_path, c) for c in boxvm.CONSOLES)]
+    for conf in confs:
+        cfg = ktest.read_config(conf, STORM_VARS)
         assert ktest.missing_options(cfg) == [], conf
         assert cfg.ssh[0] == "ssh" and cfg.ssh[-1].startswith("root@"), conf
+    for conf in (BOX_CONF, TESTVM_CONF, *boxvm.CONSOLES.values()):
         # storm's variables are only used, never set, by a box config
-        assert not {"STORM_KERNEL", "STORM_BUILD_DIR", "STORM_OUTPUT_DIR",
-                    "STORM_LOCALVERSION"} & set(cfg.variables), conf
+        cfg = ktest.read_config(conf, TESTVM_VARS)
+        assert not set(STORM_VARS) & set(cfg.variables), conf
         starts = {line.split()[0] for line in conf.read_text().splitlines()
                   if line.strip() and not line.startswith("#")}
         owned = {"TEST_START", "TEST_TYPE", "BUILD_TYPE", "TEST"}
         assert not owned & starts, conf
+    # the only storm variables a box config may use: the ones it gets
+    used = set()
+    for conf in (BOX_CONF, TESTVM_CONF, *boxvm.CONSOLES.values()):
+        used |= set(re.findall(r"\$\{(STORM_\w+)\}", conf.read_text()))
+    assert used <= set(STORM_VARS), used - set(STORM_VARS)
+
+
+def test_ssh_only_templates_agree():
+    """box.conf's ssh-only lines are the test VM's (what the box test
+    runs): the console from storm's scripts, INT to close it, a sysrq
+    reboot over ssh for the power cycle."""
+    vm = ktest.read_config(boxvm.CONSOLES["ssh"])
+    text = BOX_CONF.read_text()
+    for name in ("CONSOLE", "POWER_CYCLE"):
+        assert f"#{name} = {vm.options[name]}\n" in text, name
+    assert vm.options["CONSOLE"] == \
+        "${STORM_SCRIPTS}/storm-ssh-console ${BOX_SSH}"
+    assert "CLOSE_CONSOLE_SIGNAL" not in vm.options
+    assert "/proc/sysrq-trigger" in vm.options["POWER_CYCLE"]
+    assert (ktest.SCRIPTS / "storm-ssh-console").is_file()
+    assert os.access(ktest.SCRIPTS / "storm-ssh-console", os.X_OK)
+    serial = ktest.read_config(boxvm.CONSOLES["serial"])
+    assert serial.options["CONSOLE"] == "tail -n0 -F ${BOX_CONSOLE}"
+    assert serial.options["POWER_CYCLE"] == "${STORM} box vm reset"
 
 
 def test_missing_option_named_before_ktest_runs(tmp_path):
@@ -166,6 +220,28 @@ def test_ktest_reads_the_config_storm_writes(tmp_path, ktest_pl):
     assert "1 of 1 tests were successful" in text
 
 
+@pytest.mark.parametrize("which", ["box.conf ssh-only", "testvm ssh"])
+def test_ktest_reads_the_ssh_only_configs(tmp_path, ktest_pl, which):
+    """ktest.pl itself on box.conf's ssh-only lines and the test VM's
+    ssh-only config: it takes them (no option twice in a section), and
+    its CONSOLE is storm-ssh-console on the box's ssh command."""
+    conf = ssh_only(tmp_path) if which == "box.conf ssh-only" \
+        else vm_config(tmp_path, "ssh")
+    run = ktest.Run("6.1.0-56-amd64", tmp_path, tmp_path, "",
+                    (("TEST_TYPE", "build"), ("BUILD_TYPE", "nobuild")))
+    k = write(tmp_path / "k.conf", ktest.config_text(conf, run, "t"))
+    log = tmp_path / "ktest.log"
+    rc = ktest.run(ktest_pl, k, log, timeout=60)
+    text = log.read_text()
+    assert rc == 0, text[-2000:]
+    ssh = " ".join(ktest.read_config(conf, STORM_VARS).ssh)
+    assert f"CONSOLE = {ktest.SCRIPTS}/storm-ssh-console {ssh}\n" in text
+    assert "echo b > /proc/sysrq-trigger" in text
+    # ktest.pl's default: storm-ssh-console ends its ssh on INT
+    assert "CLOSE_CONSOLE_SIGNAL = INT\n" in text
+    assert "1 of 1 tests were successful" in text
+
+
 def test_ktest_question_stops_the_run(tmp_path, ktest_pl):
     conf = write(tmp_path / "k.conf", "MACHINE = b\nBUILD_DIR = /\n"
                  "OUTPUT_DIR = /tmp\nTEST_START\nTEST_TYPE = boot\n")
@@ -193,10 +269,21 @@ def test_vm_config_points_at_the_template(tmp_path):
     image = boximage.Image(tmp_path / "img")
     cfg = write(tmp_path / "box.conf",
                 boxvm.config_text(vm, image, 4242, "6.1.0-56-amd64"))
-    read = ktest.read_config(cfg)
+    scripts = {"STORM_SCRIPTS": str(ktest.SCRIPTS)}
+    read = ktest.read_config(cfg, scripts)
     assert "-p" in read.ssh and "4242" in read.ssh
     assert str(image.key) in read.ssh
+    # by default ssh alone: no serial console, no power switch
+    console = read.options["CONSOLE"].split()
+    assert console[0] == str(ktest.SCRIPTS / "storm-ssh-console")
+    assert console[1:] == read.ssh
+    assert read.options["POWER_CYCLE"].startswith(" ".join(read.ssh) + " ")
+    assert "box vm reset" not in read.options["POWER_CYCLE"]
+    serial = write(tmp_path / "serial.conf", boxvm.config_text(
+        vm, image, 4242, "6.1.0-56-amd64", console="serial"))
+    read = ktest.read_config(serial, scripts)
     assert read.options["CONSOLE"] == f"tail -n0 -F {vm.console}"
+    assert read.options["POWER_CYCLE"].endswith("storm box vm reset")
     assert read.options["REBOOT_TYPE"] == "script"
     assert "ls -t vmlinuz-*${STORM_KERNEL} " in read.options["REBOOT_SCRIPT"]
     assert read.variables["BOX_GOOD_KERNEL"] == "6.1.0-56-amd64"

@@ -5,7 +5,10 @@ under TCG and reached on a loopback ssh port, driven by ktest.pl.
 One `storm box matrix` of Debian's 6.1 against 6.12, two boots a side:
 ktest.pl reboots the box (kexec) before every boot, alternating the
 kernels; storm run runs on the box, the run files come back here, and
-compare prints the verdict. Assertions are on counts and invariants (the
+compare prints the verdict. The box is reached over ssh alone, as most
+test boxes are: no serial console and no power switch (storm box vm
+start's default console, configs/box/testvm-ssh.conf): ktest.pl reads
+each boot from scripts/storm-ssh-console. Assertions are on counts and invariants (the
 boots, the order, the IPIs), never on times; the costs are printed.
 """
 
@@ -23,7 +26,7 @@ import pytest
 
 import conftest
 from conftest import REPO
-from stormsuite import boximage, boxvm, kernels
+from stormsuite import box, boximage, boxvm, kernels
 
 pytestmark = pytest.mark.guest
 
@@ -63,7 +66,8 @@ def loop():
 
 
 def run_loop(image, releases, results, costs):
-    vm, costs["power-on to ssh"] = boxvm.start(image, releases[0])
+    vm, costs["power-on to ssh"] = boxvm.start(image, releases[0],
+                                               console="ssh")
     try:
         t1 = time.monotonic()
         res = subprocess.run(
@@ -137,3 +141,32 @@ def test_ktest_drove_each_boot(loop):
     assert len(starts) == len(releases) * BOOTS
     results = re.findall(r"ktest: KTEST RESULT: TEST 1 SUCCESS", res.stderr)
     assert len(results) == len(releases) * BOOTS, res.stderr[-3000:]
+
+
+def test_each_boot_read_over_ssh_alone(loop):
+    """ktest.pl read every boot from storm-ssh-console, not from a serial
+    console: its CONSOLE is the script, its POWER_CYCLE a sysrq over ssh;
+    each boot's log has the booted kernel's banner, then the console's
+    login line, before the test ran; nothing of the serial console."""
+    _, results, releases = loop
+    docs = run_docs(results)
+    series = {d["run"]["series"] for d in docs}
+    assert len(series) == 1
+    logs = sorted((box.LOGS / series.pop()).glob("*/ktest.log"))
+    assert len(logs) == len(releases) * BOOTS
+    for log in logs:
+        text = log.read_text(errors="replace")
+        consoles = re.findall(r"^CONSOLE = (.*)$", text, re.M)
+        assert consoles and all(
+            c.split()[0].endswith("/scripts/storm-ssh-console")
+            for c in consoles), (log, consoles)
+        assert "tail -n0 -F" not in text and "console.log" not in text, log
+        cycles = re.findall(r"^POWER_CYCLE = (.*)$", text, re.M)
+        assert cycles and all("/proc/sysrq-trigger" in c for c in cycles)
+        # the boot's kernel (the log's directory names its label)
+        release = next(r for r in releases if f"-{r}-" in log.parent.name)
+        banner = text.find(f"Linux version {release} ")
+        login = text.find("storm-ssh-console: login: stormbox answers ssh "
+                          f"(up ", banner)
+        test = text.find("run test ", login)
+        assert -1 < banner < login < test, (log, banner, login, test)

@@ -4,10 +4,14 @@
 TCG with its serial console in a file, sshd on a loopback port and the
 disk as a snapshot (every boot starts from the image as built), then
 writes a box config for ktest.pl (build/box/vm/box.conf: the VM's port,
-key and console, then configs/box/testvm.conf). From there on the VM is a
-box like any other: ktest.pl reboots it into the next kernel with kexec
+key and console file, then configs/box/testvm.conf and one of
+testvm-ssh.conf or testvm-serial.conf). From there on the VM is a box
+like any other: ktest.pl reboots it into the next kernel with kexec
 (REBOOT_SCRIPT loads it, REBOOT is `systemctl kexec`) and reads its
-console; `storm box vm reset` is its POWER_CYCLE; `stop` ends it.
+boot: by default over ssh alone, as on a box with no serial console and
+no power switch (CONSOLE is scripts/storm-ssh-console, POWER_CYCLE a
+sysrq reboot over ssh); with --console serial from the serial console's
+file, `storm box vm reset` its POWER_CYCLE. `stop` ends it.
 
 One VM at a time (build/box/vm/), like one box.
 """
@@ -30,6 +34,10 @@ from . import REPO, boximage, kbuild, ktest
 
 STATE = REPO / "build" / "box" / "vm"
 TEMPLATE = REPO / "configs" / "box" / "testvm.conf"
+# how ktest.pl reads the VM's boots: ssh alone, or the serial console
+CONSOLES = {"ssh": REPO / "configs" / "box" / "testvm-ssh.conf",
+            "serial": REPO / "configs" / "box" / "testvm-serial.conf"}
+DEFAULT_CONSOLE = "ssh"
 KERNEL_FRAGMENT = REPO / "configs" / "box" / "testvm-kernel.config"
 # Under TCG: the boot panic "IO-APIC + timer doesn't work!" (README);
 # the serial console is where ktest.pl reads the boot.
@@ -102,16 +110,23 @@ def kernel_file(image: boximage.Image, name: str, release: str
     return boximage.kernel_files(release)[0 if name == "vmlinuz" else 1]
 
 
-def config_text(vm: VM, image: boximage.Image, port: int, release: str
-                ) -> str:
+def config_text(vm: VM, image: boximage.Image, port: int, release: str,
+                console: str = DEFAULT_CONSOLE) -> str:
+    if console not in CONSOLES:
+        raise VMError(f"{console}: the console is one of "
+                      f"{', '.join(CONSOLES)}")
+    how = ("over ssh alone" if console == "ssh"
+           else "from the serial console")
     return (f"# written by storm box vm start: the test VM's port, key, "
-            f"console and the kernel it powers on with\n"
+            f"console file and the kernel it powers on with; ktest.pl "
+            f"reads its boots {how}\n"
             f"BOX_PORT := {port}\n"
             f"BOX_GOOD_KERNEL := {release}\n"
             f"BOX_KEY := {image.key}\n"
             f"BOX_CONSOLE := {vm.console}\n"
             f"STORM := {REPO / 'scripts' / 'storm'}\n"
-            f"INCLUDE {TEMPLATE}\n")
+            f"INCLUDE {TEMPLATE}\n"
+            f"INCLUDE {CONSOLES[console]}\n")
 
 
 def wait_ssh(ssh: list[str], timeout: float) -> float:
@@ -129,10 +144,13 @@ def wait_ssh(ssh: list[str], timeout: float) -> float:
 
 
 def start(image: boximage.Image, release: str, cpus: int = 2,
-          memory: str = "1G", timeout: float = 600, vm: VM = VM()
-          ) -> tuple[VM, float]:
+          memory: str = "1G", timeout: float = 600, vm: VM = VM(),
+          console: str = DEFAULT_CONSOLE) -> tuple[VM, float]:
     """Boot the VM on release and wait for its sshd; the VM and the
-    seconds that took."""
+    seconds that took. console: how ktest.pl reads its boots (CONSOLES)."""
+    if console not in CONSOLES:
+        raise VMError(f"{console}: the console is one of "
+                      f"{', '.join(CONSOLES)}")
     if vm.pid() is not None:
         raise VMError(f"a box VM runs already (pid {vm.pid()}): "
                       "storm box vm stop")
@@ -148,7 +166,7 @@ def start(image: boximage.Image, release: str, cpus: int = 2,
     if res.returncode != 0:
         raise VMError(f"qemu failed (exit {res.returncode}): "
                       f"{res.stderr.strip()}")
-    vm.config.write_text(config_text(vm, image, port, release))
+    vm.config.write_text(config_text(vm, image, port, release, console))
     ssh = ktest.read_config(vm.config).ssh
     try:
         wait_ssh(ssh, timeout)
@@ -170,7 +188,8 @@ def monitor_command(vm: VM, command: str) -> None:
 
 
 def reset(vm: VM = VM()) -> None:
-    """A power cycle: ktest.pl's POWER_CYCLE for the VM."""
+    """A power cycle: ktest.pl's POWER_CYCLE for the VM with --console
+    serial."""
     if vm.pid() is None:
         raise VMError("no box VM runs")
     monitor_command(vm, "system_reset")
@@ -217,7 +236,7 @@ def parser() -> argparse.ArgumentParser:
         "image (storm box image, built first if missing) in a TCG VM "
         "reached on a loopback ssh port, and prints the box config to "
         "give storm box (--config); reset power-cycles it (ktest.pl's "
-        "POWER_CYCLE); stop ends it; kconfig writes the .config a "
+        "POWER_CYCLE with --console serial); stop ends it; kconfig writes the .config a "
         "kernel for it starts from (--tree, --out; give it to storm box "
         "build, ab or bisect-test as --kconfig).")
     p.add_argument("action",
@@ -231,6 +250,13 @@ def parser() -> argparse.ArgumentParser:
                    "release in the image (default 6.1)")
     p.add_argument("--cpus", type=int, default=2, help="vCPUs (default 2)")
     p.add_argument("--memory", default="1G", help="memory (default 1G)")
+    p.add_argument("--console", choices=tuple(CONSOLES),
+                   default=DEFAULT_CONSOLE,
+                   help="start: how ktest.pl reads the VM's boots: ssh "
+                   "alone (scripts/storm-ssh-console, a sysrq reboot for "
+                   "POWER_CYCLE: a box with no serial console and no power "
+                   "switch), or serial (the serial console's file, storm "
+                   "box vm reset) (default ssh)")
     return p
 
 
@@ -245,7 +271,8 @@ def main(argv: list[str]) -> int:
             release = args.kernel
             if release not in image.kernels:
                 release = kernels.resolve(args.kernel).release
-            _, secs = start(image, release, args.cpus, args.memory, vm=vm)
+            _, secs = start(image, release, args.cpus, args.memory, vm=vm,
+                            console=args.console)
             print(f"storm box vm: {release} up, ssh answers after "
                   f"{secs:.0f} s; pid {vm.pid()}", file=sys.stderr)
             print(vm.config)

@@ -40,6 +40,8 @@ BOX_DIR_DEFAULT = "storm"
 KTEST_REL = pathlib.Path("tools/testing/ktest/ktest.pl")
 # ktest alone, from the linux-source tarball, when there is no tree
 UNPACKED = pathlib.Path(__file__).resolve().parents[2] / "build" / "ktest"
+# the suite's scripts (STORM_SCRIPTS: storm-ssh-console, for a box config)
+SCRIPTS = pathlib.Path(__file__).resolve().parents[1]
 
 
 class ConfigError(Exception):
@@ -192,7 +194,9 @@ def unpack_ktest(tarball: pathlib.Path | None,
 @dataclasses.dataclass(frozen=True)
 class Run:
     """One ktest.pl run: the variables storm defines before the box
-    config (configs/box/box.conf uses them), and its TEST_START section."""
+    config (configs/box/box.conf uses them; STORM_SCRIPTS is the suite's
+    scripts/, for `CONSOLE = ${STORM_SCRIPTS}/storm-ssh-console ...`),
+    and its TEST_START section."""
     kernel: str             # STORM_KERNEL: the release to boot
     build_dir: pathlib.Path     # STORM_BUILD_DIR, for BUILD_DIR
     output_dir: pathlib.Path    # STORM_OUTPUT_DIR, for OUTPUT_DIR
@@ -204,7 +208,8 @@ class Run:
         return {"STORM_KERNEL": self.kernel,
                 "STORM_BUILD_DIR": str(self.build_dir),
                 "STORM_OUTPUT_DIR": str(self.output_dir),
-                "STORM_LOCALVERSION": self.localversion}
+                "STORM_LOCALVERSION": self.localversion,
+                "STORM_SCRIPTS": str(SCRIPTS)}
 
 
 def config_text(box_config: pathlib.Path, run: Run, why: str) -> str:
