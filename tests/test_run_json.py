@@ -500,6 +500,7 @@ def test_shellcheck_clean():
     p = subprocess.run(["shellcheck", "-S", "warning", str(STORM_RUN),
                         str(REPO / "scripts" / "storm-run-trace.sh"),
                         str(REPO / "scripts" / "storm-pairs"),
+                        str(REPO / "scripts" / "storm-ssh-console"),
                         str(REPO / "tests" / "guest" / "check-drivers.sh")],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stdout
