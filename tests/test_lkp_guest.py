@@ -86,9 +86,11 @@ def test_lkp_run_of_a_storm_job(lkp_run):
     per_run = json.loads((root / "ipistorm.json").read_text())
     assert len(per_run["ipistorm.ipis_per_call"]) == RUNS
     # one call from CPU 0 to CPU 1 and back: one IPI each, but for the
-    # rare call that finds its target polling (conftest.HLT_IDLE_MISS)
+    # rare call that finds its target polling (conftest.HLT_IDLE_MISS),
+    # and the guest's own stray call-function IPIs to CPU 1 during the
+    # storm (conftest.STRAY_CAL: one in 2000 calls seen in a CI run)
     assert 1 - conftest.HLT_IDLE_MISS <= stats["ipistorm.ipis_per_call"] \
-        <= 1
+        <= 1 + conftest.STRAY_CAL / NUMIPI
     cal = stats["ipistorm.interrupts.CAL:Function_call_interrupts"]
     assert cal >= NUMIPI * (1 - conftest.HLT_IDLE_MISS)
     assert stats["ipistorm.time_per_call_ns"] > 0
