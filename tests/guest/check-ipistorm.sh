@@ -50,6 +50,7 @@ storm_case ipi_pileup_at_limit ipistorm numipi=100 cpulist=0,2,3 targets=1 pileu
 # controller (insmod, kept on CPU 2) stops the storm "starved" after three
 # checks a second apart without a tick there, before the kernel's
 # detectors (10 s and more) would report.
+# shellcheck disable=SC2154 # insmod_pid, dir: set by lib.sh's case_insmod_bg, case_open
 starve_load() {
 	insmod_cpu=2 case_insmod_bg "$@"
 	storm_started "$insmod_pid"

@@ -16,6 +16,7 @@ storm_case iso_slab_default slabstorm mode=shrink numcache=5
 case_open iso_nice
 case_insmod ipistorm numipi=0 timeout=60 single=1 cpulist=0-1 offset=1 \
 	background=1 nice=1
+# shellcheck disable=SC2154 # dir: set by lib.sh's case_open
 echo $? >"$dir/rc"
 for f in /proc/[0-9]*/comm; do
 	read -r comm <"$f" 2>/dev/null || continue
