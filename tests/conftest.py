@@ -375,6 +375,25 @@ def assert_start_and_end(case, module: str,
     assert end in ours[-1], ours[-1]
 
 
+def assert_injected_failure(case, module: str, report: list[str]
+                            ) -> dict[str, str]:
+    """A storm whose check was made to fail (inject_miscount=1): loaded,
+    its result failed with one failure, the log's check lines (after
+    "<module>: ") are REPORT, the announcement and the report; the scan
+    excuses them, not the report alone; the run ended FAILURE. Its
+    result, for the storm's own assertions."""
+    assert case.rc == 0, case.stderr
+    res = case.result
+    assert res["status"] == "failed"
+    assert res["failures"] == "1"
+    lines = [x for x in case.dmesg.splitlines() if f"{module}: check" in x]
+    assert [x.split(f"{module}: ")[1] for x in lines] == report, lines
+    assert_clean(case.dmesg)
+    assert dmesg.problems(lines[1]) == [lines[1]]
+    assert_start_and_end(case, module, "End of test: FAILURE")
+    return res
+
+
 def assert_histogram(hist: result.Histogram) -> None:
     """What a storm reports beside a histogram's buckets agrees with them:
     the count is their sum, min_ns lies in the lowest non-empty bucket and

@@ -259,7 +259,7 @@ def matrix_fixture() -> verdict.Comparison:
 
 
 def test_the_matrix_fixture_fits_in_100_columns_and_agrees_with_itself():
-    """Issue 47: every line of compare's output fits in 100 columns, and
+    """Every line of compare's output fits in 100 columns, and
     no row's numbers contradict its %: the columns are the means of the
     per-boot numbers the test compares, the % the test's change."""
     cmp = matrix_fixture()
@@ -421,7 +421,7 @@ def test_outputs_written(tmp_path):
 
 
 def test_plot_draws_the_primary_metrics_per_boot_with_intervals(tmp_path):
-    """Issue 47: the plot shows what the verdict tests, the primary
+    """The plot shows what the verdict tests, the primary
     metrics' per-boot numbers, each set's mean and its interval."""
     from scipy import stats as sst
     from stormsuite import plot

@@ -19,7 +19,8 @@ import re
 
 import pytest
 
-from conftest import (assert_clean, assert_histogram, assert_refused,
+from conftest import (assert_clean, assert_histogram,
+                      assert_injected_failure, assert_refused,
                       assert_start_and_end)
 from stormsuite import dmesg, interrupts, result
 
@@ -196,31 +197,22 @@ def test_only_the_target_cpus_are_shot_down(guest):
 
 
 def test_a_flush_that_missed_a_cpu_ends_the_storm_failure(guest):
-    """The flush check (issue 46 item 7), assert_storm_landed's invariant
+    """The flush check, assert_storm_landed's invariant
     in the module: every other user-mode case ends with failures 0
     (ok()); here CPU 1's TLB count, made one short of the flushes its
     worker held at the check, fails the storm, names the CPU, and is a
     problem in the log for every scan of it."""
     case = guest.case("tlb_miscount")
-    assert case.rc == 0, case.stderr
-    res = case.result
-    assert res["status"] == "failed"
-    assert res["failures"] == "1"
+    held = flushes_held(case.result)[1]
+    res = assert_injected_failure(case, "tlbstorm", [
+        "check: injected: CPU 1's TLB count one short of its flushes held",
+        f"check failed: CPU 1 got {held - 1} TLB interrupts, fewer than "
+        f"the {held} flushes its worker held it through"])
     assert res["flushes"] == "100" and targets(res) == [1]
-    held = flushes_held(res)[1]
     # the storm itself landed: only the check's count was made short
     assert held > 0
     assert_storm_landed(res, "TLB", 100)
     assert summary_of(case)["status"] == "failed"
-    lines = [x for x in case.dmesg.splitlines() if "tlbstorm: check" in x]
-    assert [x.split("tlbstorm: ")[1] for x in lines] == [
-        "check: injected: CPU 1's TLB count one short of its flushes held",
-        f"check failed: CPU 1 got {held - 1} TLB interrupts, fewer than "
-        f"the {held} flushes its worker held it through"], lines
-    # asked for, so not a problem; the same report alone is one
-    assert_clean(case.dmesg)
-    assert dmesg.problems(lines[1]) == [lines[1]]
-    assert_start_and_end(case, "tlbstorm", "End of test: FAILURE")
 
 
 def test_a_shared_worker_cpu_gets_the_flushes_of_its_share(guest):
@@ -425,7 +417,7 @@ def test_bad_parameter_is_refused_with_reason(guest_once, name):
 def test_a_storm_too_big_for_insmods_memory_cgroup_is_refused(guest):
     """tlbstorm's user pages are charged to insmod's memory cgroup: 16 MiB
     in a cgroup limited to 24 MiB is refused (more than half of what the
-    limit leaves), 4 MiB runs (issue 46 item 6)."""
+    limit leaves), 4 MiB runs."""
     case = guest.case("tlb_bad_memcg")
     assert_refused(case, "pages: would hold 16 MiB at once in insmod's "
                    "memory cgroup, more than half of the")

@@ -67,7 +67,7 @@ capture_load "$dir" ipistorm starve_load ipistorm numipi=0 timeout=30 single=1 w
 echo $? >"$dir/rc"
 case_close ipistorm
 # wait=0: the window's closing counts wait for the calls still in flight;
-# one call each, the one that used to fall outside the window
+# one call each: without the wait its IPI would fall outside the window
 for i in 1 2 3 4 5; do
 	storm_quick_case "ipi_nowait_last_$i" ipistorm numipi=1 single=1 wait=0 \
 		cpulist=0 offset=1 latency=0
