@@ -1074,6 +1074,20 @@ void storm_show_header(struct seq_file *m, const char *storm,
 		   ctl->window_end_ns - ctl->window_start_ns);
 }
 
+void storm_show_op(struct seq_file *m, const struct storm_op *op)
+{
+	seq_printf(m, "op: %s\nop.count: %llu\nop.ipi_rows: %s\n",
+		   op->name, op->count, op->ipi_rows);
+	if (op->senders)
+		seq_printf(m, "op.senders: %*pbl\n",
+			   cpumask_pr_args(op->senders));
+	if (op->targets && !cpumask_empty(op->targets))
+		seq_printf(m, "op.targets: %*pbl\n",
+			   cpumask_pr_args(op->targets));
+	if (op->timed)
+		seq_printf(m, "op.timed: %s\n", op->timed);
+}
+
 /*
  * A storm's first and last lines in the kernel log, as rcutorture and
  * locktorture print theirs: "Start of test: <every parameter>" once the

@@ -339,6 +339,31 @@ __printf(3, 4)
 void storm_check_failed(struct storm_ctl *ctl, u64 n, const char *fmt, ...);
 void storm_show_header(struct seq_file *m, const char *storm,
 		       const struct storm_ctl *ctl, bool failed);
+
+/*
+ * The operation a storm measures, said in its result in keys the drivers
+ * read without knowing the storm (docs/storms.md):
+ *   op: NAME            one operation ("call", "flush", ...)
+ *   op.count: N         operations made in the window
+ *   op.ipi_rows: ROWS   the irq.<cpu>.<ROW> rows (CAL, RES, TLB) whose sum
+ *                       over every CPU is the IPIs the operations took
+ *   op.senders: CPUS    the CPUs that make the operations (optional)
+ *   op.targets: CPUS    the CPUs whose work is each operation's receiving
+ *                       side: their instructions grow with the count, not
+ *                       with time (optional)
+ *   op.timed: PREFIX    the histogram that times single operations; its
+ *                       median is the time per operation (optional)
+ */
+struct storm_op {
+	const char *name;
+	u64 count;
+	const char *ipi_rows;
+	const struct cpumask *senders;
+	const struct cpumask *targets;
+	const char *timed;
+};
+
+void storm_show_op(struct seq_file *m, const struct storm_op *op);
 __printf(2, 3)
 void storm_print_params(const char *tag, const char *fmt, ...);
 void storm_print_end(const struct storm_ctl *ctl, bool failed,

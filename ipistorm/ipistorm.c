@@ -737,6 +737,12 @@ static void ipistorm_print_results(void)
 
 static int ipistorm_result_show(struct seq_file *m, void *v)
 {
+	struct storm_op op = {
+		.name = "call", .ipi_rows = "CAL",
+		.senders = sender_mask, .targets = target_mask,
+		/* with latency=0 it timed none: the runtime stands in */
+		.timed = "latency",
+	};
 	char name[32];
 	int cpu;
 
@@ -762,6 +768,7 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 			seq_printf(m, "sender.%d.targets: %*pbl\n", cpu,
 				   cpumask_pr_args(target_mask));
 		seq_printf(m, "sender.%d.calls: %llu\n", cpu, s->calls);
+		op.count += s->calls;
 		seq_printf(m, "sender.%d.errors: %llu\n", cpu, s->errors);
 		seq_printf(m, "sender.%d.moved: %d\n", cpu, s->moved);
 		seq_printf(m, "sender.%d.runtime_ns: %llu\n", cpu,
@@ -799,6 +806,7 @@ static int ipistorm_result_show(struct seq_file *m, void *v)
 			   "handler.window_ns: %lu\nhandler.paced: %d\n",
 			   busy_budget, IPISTORM_BUSY_BUDGET_NS,
 			   IPISTORM_BUSY_WINDOW_NS, paced);
+	storm_show_op(m, &op);
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
 	storm_pmu_show(m);

@@ -1047,6 +1047,11 @@ static int slabstorm_result_show(struct seq_file *m, void *v)
 			   "objects.outstanding: %llu\nobjects.drained: %llu\n",
 			   phases[PH_ALLOC].count, phases[PH_FREE].count,
 			   slabstorm_outstanding(), drained);
+	/* the work moves between CPUs: no senders or targets */
+	storm_show_op(m, &(struct storm_op){
+		.name = "op", .count = slabstorm_ops(),
+		.ipi_rows = "CAL RES",
+	});
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
 	storm_pmu_show(m);

@@ -11,8 +11,9 @@ import json
 
 from conftest import assert_clean
 import kmemleak
+from stormsuite import storms
 
-MODULES = ("ipistorm", "tlbstorm", "slabstorm")
+MODULES = storms.NAMES
 
 
 def test_whole_boot_is_clean(guest):

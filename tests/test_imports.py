@@ -12,7 +12,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "scripts" / \
     "stormsuite"
 # what the bottom layers are: they read text and numbers, nothing else
 LOW = ("result", "interrupts", "insn", "dmesg", "tracesum", "runfile",
-       "stats", "metrics", "verdict", "classify", "runs")
+       "stats", "metrics", "verdict", "classify", "runs", "storms")
 HIGH = ("vm", "guest", "kernels", "kbuild", "source", "linux_source",
         "matrix", "ab", "bisect", "seeds")
 

@@ -9,6 +9,7 @@ result roots that hold stats only. lkp's Ruby is scripts/setup's."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
@@ -16,11 +17,13 @@ import re
 import shutil
 import subprocess
 import tarfile
+import tempfile
 
 import pytest
 
 from conftest import REPO
-from stormsuite import lkp, lkproot, lkpstats, metrics, runs, sets, verdict
+from stormsuite import (lkp, lkpprograms, lkproot, lkpstats, metrics,
+                        modparams, runs, sets, storms, verdict)
 
 DATA = pathlib.Path(__file__).parent / "data" / "runs"
 TARBALL = "lkp-tests-bbbc29c49.tar.gz"
@@ -56,11 +59,19 @@ def lkp_src(tmp_path_factory) -> pathlib.Path:
     return src
 
 
+@functools.cache
+def ipistorm_parse() -> pathlib.Path:
+    """ipistorm's lkp program's parse, as storm lkp install writes it."""
+    f = pathlib.Path(tempfile.mkdtemp(prefix="lkp-program-")) / "parse"
+    f.write_text(lkpprograms.program("ipistorm")["parse"])
+    f.chmod(0o755)
+    return f
+
+
 def parse_output(files: list[pathlib.Path]) -> str:
     """What the program's parse prints for its output (the run files'
     paths, as storm run prints them)."""
-    p = subprocess.run([str(REPO / "lkp" / "programs" / "ipistorm" /
-                            "parse")], input="".join(f"{f}\n" for f in files)
+    p = subprocess.run([str(ipistorm_parse())], input="".join(f"{f}\n" for f in files)
                        + "storm run: progress on stderr, not a path\n",
                        capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, STORM_SRC=str(REPO)))
@@ -92,9 +103,8 @@ def test_parse_prints_one_sample_per_run_under_lkp_names():
     assert "interrupts.CAL:Function_call_interrupts" in got
 
 
-def test_parse_fails_without_a_run(tmp_path):
-    p = subprocess.run([str(REPO / "lkp" / "programs" / "ipistorm" /
-                            "parse")], input="nothing\n", capture_output=True,
+def test_parse_fails_without_a_run():
+    p = subprocess.run([str(ipistorm_parse())], input="nothing\n", capture_output=True,
                        text=True, timeout=60,
                        env=dict(os.environ, STORM_SRC=str(REPO)))
     assert p.returncode == 1 and "no run file" in p.stderr
@@ -195,12 +205,28 @@ def test_storm_run_writes_lkp_stats_beside_each_run(tmp_path):
 
 def test_install_into_an_lkp_checkout(lkp_src, tmp_path):
     done = lkp.install(lkp_src, tmp_path / "benchmarks", hostname="box1")
-    for storm in ("ipistorm", "tlbstorm", "slabstorm"):
+    for storm in storms.NAMES:
         for f in ("run", "parse", "meta.yaml"):
             assert (lkp_src / "programs" / storm / f).is_file()
         assert os.access(lkp_src / "programs" / storm / "run", os.X_OK)
-        assert (lkp_src / "jobs" / f"{storm}.yaml").is_file()
-    for storm in ("ipistorm", "tlbstorm", "slabstorm"):
+        # the program declares the module's parameters, as modinfo -p
+        # lists them, after storm run's own
+        opts = subprocess.run(
+            [str(lkp_src / "bin" / "program-options"),
+             str(lkp_src / "programs" / storm / "run")],
+            capture_output=True, text=True, check=True)
+        declared = [line.split()[1] for line in opts.stdout.splitlines()]
+        ko = modparams.module_file(storm)
+        listed = subprocess.run(["modinfo", "-p", str(ko)],
+                                capture_output=True, text=True, check=True)
+        assert declared == ["runs", "warmup"] + [
+            line.partition(":")[0] for line in listed.stdout.splitlines()]
+        meta = (lkp_src / "programs" / storm / "meta.yaml").read_text()
+        params = meta.split("\nparameters:\n")[1].split("\n\n")[0]
+        assert [line.split(":")[0].strip()
+                for line in params.splitlines()] == declared
+        assert f"\n  {storms.STORMS[storm].time_metric}: " in meta
+    for storm in storms.NAMES:
         pkg = lkp_src / "programs" / storm / "pkg"
         build = (pkg / "PKGBUILD").read_text()
         assert f"pkgname={storm}\n" in build and "@" not in build
@@ -216,7 +242,7 @@ def test_install_into_an_lkp_checkout(lkp_src, tmp_path):
     assert (tmp_path / "benchmarks" / "storm").resolve() == REPO.resolve()
     assert "hosts/box1" in done
     cases = (lkp_src / "etc" / "linux-perf-test-cases").read_text().split()
-    assert {"ipistorm", "tlbstorm", "slabstorm"} <= set(cases)
+    assert set(storms.NAMES) <= set(cases)
     # what lkp's compare, stats, matrix and bisect KPIs read the
     # direction of a stat from is index-perf-all.yaml
     for name in ("index-perf-all.yaml", "index-perf.yaml"):
@@ -239,7 +265,7 @@ def test_install_into_an_lkp_checkout(lkp_src, tmp_path):
         lkp.install(tmp_path, tmp_path / "benchmarks")
 
 
-@pytest.mark.parametrize("storm", ["ipistorm", "tlbstorm", "slabstorm"])
+@pytest.mark.parametrize("storm", storms.NAMES)
 def test_lkp_splits_the_storms_jobs(lkp_src, tmp_path, storm):
     """lkp reads the programs' parameters from their run headers: each
     job parameter becomes part of the split job (and of its result
@@ -252,7 +278,7 @@ def test_lkp_splits_the_storms_jobs(lkp_src, tmp_path, storm):
                            str(lkp_src / "programs" / storm / "run")],
                           capture_output=True, text=True, check=True)
     declared = {line.split()[1] for line in opts.stdout.splitlines()}
-    job = (REPO / "lkp" / "jobs" / f"{storm}.yaml").read_text()
+    job = (lkp_src / "jobs" / f"{storm}.yaml").read_text()
     given = {line.split(":")[0].strip() for line in job.splitlines()
              if line.startswith("  ")}
     assert given <= declared and {"runs", "warmup"} <= declared

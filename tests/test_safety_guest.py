@@ -11,9 +11,9 @@ import json
 import pytest
 
 from conftest import KERNELS, assert_clean, assert_refused, boot
-from stormsuite import dmesg, result
+from stormsuite import dmesg, result, storms
 
-MODULES = ("ipistorm", "tlbstorm", "slabstorm")
+MODULES = storms.NAMES
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -60,7 +60,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import (classify, compare, guest, kbuild, matrix, options, runs,
-               source, stats, verdict)
+               source, stats, storms, verdict)
 from .bisect_state import FAILURES, BisectState, Reading
 from .git import git
 
@@ -624,7 +624,7 @@ def parser() -> argparse.ArgumentParser:
                    help=argparse.SUPPRESS)
     # options.add_storm_arguments's two, the storm optional for --resume
     p.add_argument("storm", nargs="?",
-                   help="ipistorm, tlbstorm or slabstorm")
+                   help=", ".join(storms.NAMES))
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
     return p
 

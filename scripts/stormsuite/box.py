@@ -42,14 +42,14 @@ import time
 from typing import Any, Sequence
 
 from . import (REPO, compare, dmesg, kernels, ktest, options, runfile, runs,
-               verdict)
+               storms, verdict)
 
 STORM = REPO / "scripts" / "storm"
 LOGS = REPO / "build" / "box" / "log"
 # what the box needs of the suite: storm run (POSIX sh) and the modules
 BOX_SCRIPTS = ("scripts/storm-run", "scripts/storm-run-trace.sh",
                "scripts/storm-run-checks.sh", "scripts/storm-capture.sh")
-STORMS = ("ipistorm", "tlbstorm", "slabstorm")
+STORMS = storms.NAMES
 # the options a box kernel gets on top of the box's own config
 FRAGMENT = REPO / "configs" / "box.config"
 

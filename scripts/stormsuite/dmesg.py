@@ -6,16 +6,19 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from . import storms
+
 # What rcutorture's kvm.sh and this suite treat as a broken kernel. The
 # hung-task detector says "blocked for more than N seconds" and names
 # hung_task_timeout_secs, so both spellings are caught; a storm's own
 # correctness check says "<storm>: check failed: ...".
-CHECK_FAILED = r"\b(?:ipi|tlb|slab)storm: check failed:"
+STORM = "(?:" + "|".join(storms.NAMES) + ")"
+CHECK_FAILED = rf"\b{STORM}: check failed:"
 PROBLEM = re.compile(r"\bBUG\b|WARNING:|Oops|Call Trace|soft lockup|"
                      r"hung[ _]task|blocked for more than|" + CHECK_FAILED)
 # A check failure asked for (ipistorm inject_miscount=1) is announced on
 # the line before its report.
-CHECK_INJECTED = re.compile(r"\b(?:ipi|tlb|slab)storm: check: injected:")
+CHECK_INJECTED = re.compile(rf"\b{STORM}: check: injected:")
 # An allocation failure asked for by fault injection (verbose=1 prints this
 # line, without a stack) ...
 INJECTED = "FAULT_INJECTION: forcing a failure"

@@ -1,7 +1,8 @@
 """storm lkp install: the storms as lkp-tests programs, in an lkp checkout.
 
-Copies lkp/programs/<storm>/ (run, parse, meta.yaml) and lkp/jobs/*.yaml
-into the checkout, gives each program its pkg/ (lkp/pkg/: a PKGBUILD
+Writes each storm's program, programs/<storm>/ (run, parse, meta.yaml:
+lkpprograms.py, from the registry and the module's parameters), and
+copies lkp/jobs/*.yaml into the checkout, gives each program its pkg/ (lkp/pkg/: a PKGBUILD
 whose source is this suite at its HEAD commit, and the Debian packages it
 needs), so that lkp's own `lkp install` builds the module on the box and
 packs it under /lkp/benchmarks/<storm>, lists each storm in
@@ -25,14 +26,13 @@ import socket
 import subprocess
 import sys
 
-from . import REPO, metrics
+from . import REPO, lkpprograms, modparams, storms
 
-PROGRAMS = REPO / "lkp" / "programs"
 JOBS = REPO / "lkp" / "jobs"
 PKG = REPO / "lkp" / "pkg"
 # what the package's build and package take from the suite (lkp/pkg/PKGBUILD)
-PACKAGED = ["Makefile", "Kbuild", "include", "ipistorm", "tlbstorm",
-            "slabstorm", "tests/kmod", "lkp", "scripts"]
+PACKAGED = ["Makefile", "Kbuild", "include", *storms.NAMES, "tests/kmod",
+            "lkp", "scripts"]
 BENCHMARK_ROOT = pathlib.Path("/lkp/benchmarks")
 
 
@@ -111,40 +111,53 @@ def install(lkp_src: pathlib.Path, benchmark_root: pathlib.Path = BENCHMARK_ROOT
                            "bin/lkp and programs/)")
     done = []
     commit = suite_commit()
-    for program in sorted(p for p in PROGRAMS.iterdir() if p.is_dir()):
-        shutil.copytree(program, lkp_src / "programs" / program.name,
-                        dirs_exist_ok=True)
-        done.append(f"programs/{program.name}")
+    for name in storms.NAMES:
+        program = lkp_src / "programs" / name
+        program.mkdir(parents=True, exist_ok=True)
+        try:
+            files = lkpprograms.program(name)
+        except modparams.ParamsError as e:
+            raise InstallError(str(e)) from e
+        for f, text in files.items():
+            (program / f).write_text(text)
+            if f in ("run", "parse"):
+                (program / f).chmod(0o755)
+        done.append(f"programs/{name}")
         if commit is None:
             continue
-        pkg = lkp_src / "programs" / program.name / "pkg"
+        pkg = program / "pkg"
         pkg.mkdir(exist_ok=True)
         for f in ("depends", "depends-dev"):
             shutil.copy2(PKG / f, pkg / f)
-        (pkg / "PKGBUILD").write_text(
-            pkgbuild(program.name, REPO.resolve(), commit))
-        done.append(f"programs/{program.name}/pkg/PKGBUILD "
+        (pkg / "PKGBUILD").write_text(pkgbuild(name, REPO.resolve(), commit))
+        done.append(f"programs/{name}/pkg/PKGBUILD "
                     f"({REPO.resolve()} at {commit[:12]})")
-    storms = sorted(metrics.PRIMARY)
+    names = sorted(storms.NAMES)
     # lkp install builds a program's pkg/ only when the distribution's
     # adaptation-pkg lists it ("NAME::": built by makepkg, as itself)
     adaptations = lkp_src / "distro" / "adaptation-pkg"
     if commit is not None and adaptations.is_dir():
         for f in sorted(adaptations.iterdir()):
-            if f.is_file() and add_lines(f, [f"{s}::" for s in storms]):
+            if f.is_file() and add_lines(f, [f"{s}::" for s in names]):
                 done.append(f"distro/adaptation-pkg/{f.name}")
     for job in sorted(JOBS.glob("*.yaml")):
         shutil.copy2(job, lkp_src / "jobs" / job.name)
         done.append(f"jobs/{job.name}")
+    for name in storms.NAMES:
+        if not (JOBS / f"{name}.yaml").is_file():
+            (lkp_src / "jobs" / f"{name}.yaml").write_text(
+                lkpprograms.job(storms.STORMS[name]))
+            done.append(f"jobs/{name}.yaml (the registry's example)")
     # lkp files every result under its kind of testcase (lkp run fails on
     # one it does not know), and its compare, stats, matrix and bisect
     # KPIs read which stats are performance and which way is better from
     # index-perf-all.yaml (index-perf.yaml is its shorter list, kept in
     # step)
-    if add_lines(lkp_src / "etc" / "linux-perf-test-cases", storms):
+    if add_lines(lkp_src / "etc" / "linux-perf-test-cases", names):
         done.append("etc/linux-perf-test-cases")
-    index = [f"{re_name(name)}: -1" for storm in storms
-             for name in metrics.PRIMARY[storm][:2]]
+    index = [f"{re_name(name)}: -1" for s in names
+             for name in (storms.STORMS[s].time_metric,
+                          storms.STORMS[s].ipi_metric)]
     for name in ("index-perf-all.yaml", "index-perf.yaml"):
         if add_lines(lkp_src / "etc" / name, index):
             done.append(f"etc/{name}")
@@ -172,7 +185,7 @@ def parser(command: str = "") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm lkp",
         description="The storms as lkp-tests programs. `storm lkp install "
-        "LKP_SRC` copies the programs (ipistorm, tlbstorm, slabstorm) and "
+        "LKP_SRC` writes the programs (" + ", ".join(storms.NAMES) + ") and "
         "their jobs into an lkp-tests checkout and links this suite where "
         "they find it; then `lkp split-job` and `lkp run` a job as for any "
         "lkp program (docs/lkp.md).",

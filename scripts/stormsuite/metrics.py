@@ -63,32 +63,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from . import interrupts, result
+from . import interrupts, result, storms
 
 PERCENTILES = (50, 90, 99, 99.9)
 IPI_ROWS = ("CAL", "TLB", "RES")
 MAX_PER_CPU = 16        # more storm CPUs than this: totals only
 
 
-PRIMARY = {
-    # storm: (time per operation, IPIs per operation, what an operation is)
-    "ipistorm": ("ipistorm.time_per_call_ns", "ipistorm.ipis_per_call",
-                 "call"),
-    "tlbstorm": ("tlbstorm.time_per_flush_ns", "tlbstorm.ipis_per_flush",
-                 "flush"),
-    "slabstorm": ("slabstorm.time_per_op_ns", "slabstorm.ipis_per_op", "op"),
-}
+# storm: (time per operation, IPIs per operation, what an operation is)
+PRIMARY = {s.name: (s.time_metric, s.ipi_metric, s.op)
+           for s in storms.STORMS.values()}
 # With count_sent=1 the module also counts the IPIs the kernel sent: a
 # third primary metric, since a patch can change the sends and leave the
 # interrupts taken unchanged (IPIs that arrive while one of the same
 # vector is pending merge in the APIC; docs/ipis-sent.md).
-SENT_PRIMARY = {
-    "ipistorm": "ipistorm.ipis_sent_per_call",
-    "tlbstorm": "tlbstorm.ipis_sent_per_flush",
-    "slabstorm": "slabstorm.ipis_sent_per_op",
-}
-# ipistorm's time per call when the run timed no call (latency=0)
-UNTIMED = {"ipistorm": "ipistorm.runtime_per_call_ns"}
+SENT_PRIMARY = {s.name: s.sent_metric for s in storms.STORMS.values()}
+# the time per operation of a storm that times operations but timed none
+UNTIMED = {s.name: s.untimed_metric for s in storms.STORMS.values()}
 SECONDARY, DERIVED = "secondary", "derived"
 
 
@@ -127,77 +118,128 @@ class Metric:
         return self.role == DERIVED
 
 
-def ops_of(storm: str, res: dict[str, Any]) -> float | None:
-    """How many operations the storm made: calls, flushes, or the
-    caches/rounds/frees slabstorm reports."""
+@dataclasses.dataclass(frozen=True)
+class Operation:
+    """What a run's operation is, from its result's op.* keys
+    (include/storm.h, storm_show_op())."""
+    name: str
+    count: float | None
+    ipi_rows: tuple[str, ...]
+    senders: frozenset[int] | None
+    targets: frozenset[int] | None
+    timed: str | None       # the histogram that times single operations
+
+
+def _cpus(value: Any) -> frozenset[int] | None:
+    if value is None:
+        return None
+    try:
+        return frozenset(result.cpulist(str(value)))
+    except ValueError:
+        return None
+
+
+def operation(storm: str, res: dict[str, Any]) -> Operation:
+    """The run's operation as its module said it; for results written
+    before the op.* keys, as those modules' keys said it."""
+    if "op" not in res:
+        return _operation_before_op_keys(storm, res)
+    count = res.get("op.count")
+    return Operation(
+        name=str(res["op"]),
+        count=float(count) if isinstance(count, (int, float)) else None,
+        ipi_rows=tuple(str(res.get("op.ipi_rows", "CAL")).split()),
+        senders=_cpus(res.get("op.senders")),
+        targets=_cpus(res.get("op.targets")),
+        timed=str(res["op.timed"]) if "op.timed" in res else None)
+
+
+def _operation_before_op_keys(storm: str, res: dict[str, Any]) -> Operation:
+    """The op.* keys of a result from before modules wrote them: the
+    three storms of then, from their own keys."""
+    def number(v: Any) -> float | None:
+        return float(v) if isinstance(v, (int, float)) else None
+
     if storm == "ipistorm":
         calls = [float(v) for k, v in res.items()
                  if k.startswith("sender.") and k.endswith(".calls")]
-        return sum(calls) if calls else None
+        targets = {int(v) for k, v in res.items()
+                   if k.startswith("sender.") and k.endswith(".target")}
+        return Operation(
+            "call", sum(calls) if calls else None, ("CAL",),
+            frozenset(_cpus_with(res, "sender")),
+            frozenset(targets) or _cpus(res.get("param.targets")),
+            "latency")
     if storm == "tlbstorm":
-        v = res.get("flushes")
-    else:
-        v = next((res[k] for k in ("caches", "rounds", "frees")
+        return Operation("flush", number(res.get("flushes")), ("CAL",),
+                         frozenset(_cpus_with(res, "flusher")), None, None)
+    count = next((res[k] for k in ("caches", "rounds", "frees")
                   if k in res), None)
-    return float(v) if isinstance(v, (int, float)) else None
+    return Operation("op", number(count), ("CAL", "RES"), None, None, None)
+
+
+def ops_of(storm: str, res: dict[str, Any]) -> float | None:
+    """How many operations the storm made (op.count)."""
+    return operation(storm, res).count
+
+
+def _row_sum(res: dict[str, Any], section: str,
+             rows: tuple[str, ...]) -> float | None:
+    """The sum of <section>.<cpu>.<ROW> over CPUs and the given rows."""
+    found = [float(v) for k, v in res.items()
+             if k.startswith(section + ".") and k.count(".") == 2
+             and k.split(".")[1].isdigit() and k.rsplit(".", 1)[1] in rows
+             and isinstance(v, (int, float))]
+    return sum(found) if found else None
 
 
 def ipis_of(storm: str, res: dict[str, Any]) -> float | None:
-    """Call-function interrupts over the storm window (the module's
-    irq.<cpu>.CAL, which on x86 also counts TLB shootdown IPIs);
-    slabstorm's run.ipis (CAL + RES + TLB of its whole run)."""
-    if storm == "slabstorm":
-        v = res.get("run.ipis")
-        return float(v) if isinstance(v, (int, float)) else None
-    cal = [float(v) for k, v in res.items()
-           if k.startswith("irq.") and k.endswith(".CAL")
-           and isinstance(v, (int, float))]
-    return sum(cal) if cal else None
+    """The IPIs the operations took over the storm window: the module's
+    irq.<cpu>.<ROW> for the rows op.ipi_rows names (call-function
+    interrupts, which on x86 also count TLB shootdown IPIs; slabstorm's
+    reschedule IPIs too)."""
+    return _row_sum(res, "irq", operation(storm, res).ipi_rows)
 
 
 def sent_of(storm: str, res: dict[str, Any]) -> float | None:
-    """IPIs sent over the storm window (count_sent=1): call-function IPIs
-    (sent.<cpu>.CAL), and for slabstorm reschedule IPIs too, as its
-    run.ipis counts every IPI row; None without the counts."""
-    rows = ("CAL", "RES") if storm == "slabstorm" else ("CAL",)
-    sent = [float(v) for k, v in res.items()
-            if k.startswith("sent.") and k.rsplit(".", 1)[-1] in rows
-            and k.split(".")[1].isdigit() and isinstance(v, (int, float))]
-    return sum(sent) if sent else None
+    """IPIs sent over the storm window (count_sent=1), of the rows the
+    IPIs taken are counted in; None without the counts."""
+    return _row_sum(res, "sent", operation(storm, res).ipi_rows)
 
 
 def median_call(storm: str, res: dict[str, Any]) -> float | None:
-    """ipistorm's median timed call (see the module docstring); None for
-    the other storms, or when no call was timed."""
-    if storm != "ipistorm":
+    """The median timed operation (see the module docstring); None where
+    the module times none (no op.timed) or timed none."""
+    timed = operation(storm, res).timed
+    if timed is None:
         return None
-    hist = result.histogram(_as_str_result(res), "latency")
+    hist = result.histogram(_as_str_result(res), timed)
     return hist.median() if hist is not None and hist.count else None
 
 
 def primary_of_run(storm: str, res: dict[str, Any]) -> dict[Metric, float]:
-    if storm not in PRIMARY:
-        return {}
-    time_name, ipi_name, _ = PRIMARY[storm]
+    op = operation(storm, res)
     out: dict[Metric, float] = {}
-    ops = ops_of(storm, res)
     runtime = res.get("runtime_ns")
-    if not ops or not isinstance(runtime, (int, float)):
+    if not op.count or not isinstance(runtime, (int, float)):
         return out
+    name = f"{storm}.%s_per_{op.name}"
     timed = median_call(storm, res)
     if timed is not None:
-        out[Metric(time_name, "time", "ns", "primary")] = timed
+        out[Metric(name % "time" + "_ns", "time", "ns", "primary")] = timed
     else:
-        # no call timed (latency=0): the runtime over the calls, which
-        # also counts the loop around them, under a name of its own
-        out[Metric(UNTIMED.get(storm, time_name), "time", "ns",
-                   "primary")] = float(runtime) / ops
+        # no operation timed: the runtime over the count; where the
+        # module times operations (latency=0 here), under a name of its
+        # own, since it also counts the loop around them
+        out[Metric(name % ("runtime" if op.timed else "time") + "_ns",
+                   "time", "ns", "primary")] = float(runtime) / op.count
     ipis = ipis_of(storm, res)
     if ipis is not None:
-        out[Metric(ipi_name, "count", "", "primary")] = ipis / ops
+        out[Metric(name % "ipis", "count", "", "primary")] = ipis / op.count
     sent = sent_of(storm, res)
     if sent is not None:
-        out[Metric(SENT_PRIMARY[storm], "count", "", "primary")] = sent / ops
+        out[Metric(name % "ipis_sent", "count", "", "primary")] = \
+            sent / op.count
     return out
 
 
@@ -216,40 +258,33 @@ def TICKS_OF(insn_name: str) -> str:
 
 def insn_sides(storm: str, res: dict[str, Any]) -> dict[str, set[int]]:
     """The CPUs whose instructions make each insn_per_<op> row: "sender"
-    (ipistorm's senders, tlbstorm's flushers) and "target" (ipistorm's
-    targets) where the two are apart; else "" for every CPU the storm
-    uses. tlbstorm's targets run workers that touch memory for as long as
-    the storm lasts: their count follows time, not flushes, and is only
-    shown per CPU. slabstorm's work moves between CPUs: all of them."""
-    if storm == "tlbstorm":
-        return {"sender": _cpus_with(res, "flusher")}
-    if storm == "ipistorm":
-        senders = _cpus_with(res, "sender")
-        targets = {int(v) for k, v in res.items()
-                   if k.startswith("sender.") and k.endswith(".target")}
-        if not targets and "param.targets" in res:
-            try:
-                targets = set(result.cpulist(str(res["param.targets"])))
-            except ValueError:
-                targets = set()
-        if senders and targets and not senders & targets:
-            return {"sender": senders, "target": targets}
-        return {"": senders | targets}
-    return {"": set()}
+    and "target" where op.senders and op.targets are apart; "sender"
+    alone where the module names no targets (tlbstorm's workers touch
+    memory for as long as the storm lasts: their count follows time, not
+    flushes, and is only shown per CPU); else "" for every CPU the
+    operation uses, or every CPU where the module names none (slabstorm's
+    work moves between CPUs)."""
+    op = operation(storm, res)
+    senders, targets = set(op.senders or ()), set(op.targets or ())
+    if senders and targets and not senders & targets:
+        return {"sender": senders, "target": targets}
+    if senders and op.targets is None:
+        return {"sender": senders}
+    return {"": senders | targets}
 
 
 def insn_rows(storm: str, run: dict[str, Any]) -> dict[Metric, float]:
     """Instructions per operation (primary, under the plugin or a PMU)
     and per CPU over the storm's window (the run file's insn section)."""
     section = run.get("insn")
-    if storm not in PRIMARY or not section or not section.get("cpu"):
+    if not section or not section.get("cpu"):
         return {}
     res = run["result"]
-    ops = ops_of(storm, res)
+    operation_ = operation(storm, res)
+    ops, op = operation_.count, operation_.name
     if not ops:
         return {}
     by_cpu = {int(c): float(n) for c, n in section["cpu"].items()}
-    op = PRIMARY[storm][2]
     out: dict[Metric, float] = {}
     sides = insn_sides(storm, res)
     if "" not in sides:
@@ -295,17 +330,13 @@ def storm_cpus(res: dict[str, Any]) -> list[int]:
     return sorted(cpus)
 
 
-def _rate(res: dict[str, Any]) -> tuple[str, float] | None:
+def _rate(storm: str, res: dict[str, Any]) -> tuple[str, float] | None:
+    """Operations per second."""
     runtime = float(res.get("runtime_ns") or 0)
-    if runtime <= 0:
+    op = operation(storm, res)
+    if runtime <= 0 or not op.count:
         return None
-    calls = [float(v) for k, v in res.items()
-             if k.startswith("sender.") and k.endswith(".calls")]
-    if calls:
-        return "calls_per_sec", sum(calls) * 1e9 / runtime
-    if isinstance(res.get("flushes"), (int, float)):
-        return "flushes_per_sec", float(res["flushes"]) * 1e9 / runtime
-    return None
+    return f"{op.name}s_per_sec", op.count * 1e9 / runtime
 
 
 def of_stats(storm: str, values: dict[str, float]) -> dict[Metric, float]:
@@ -379,7 +410,7 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
             role = DERIVED if by_median and p == 50 else SECONDARY
             out[Metric(f"{storm}.latency.p{p:g}_ns", "time", "ns", role)] = \
                 hist.percentile(p)
-    rate = _rate(res)
+    rate = _rate(storm, res)
     if rate:
         out[Metric(f"{storm}.{rate[0]}", "rate", "/s", DERIVED)] = rate[1]
 

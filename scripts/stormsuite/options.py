@@ -8,22 +8,18 @@ import argparse
 import os
 import pathlib
 
-from . import guest, runs
+from . import guest, runs, storms
 
 
 # Boots a side by what the primary metric is (docs/drivers.md, "Why the
 # default design"): instructions per operation, nearly deterministic,
-# need few; time per operation, by storm, the fewest boots a side (5 runs
-# each) that call a 5% change 90% of the time with A/A false alarms
-# under 5%, resampled real boots (storm simulate, 1000 comparisons):
-# ipistorm 9 (96.0%; 8 gave 89.8%), tlbstorm 6 (100%), slabstorm 8
-# (95.9%). A storm without a figure gets the most of them.
+# need few; time per operation, by storm (storms.Storm.boots_timed).
 BOOTS_COUNTED = 3
-BOOTS_TIMED = {"ipistorm": 9, "tlbstorm": 6, "slabstorm": 8}
+BOOTS_TIMED = {name: storms.boots_timed(name) for name in storms.NAMES}
 
 
 def boots_timed(storm: str | None) -> int:
-    return BOOTS_TIMED.get(storm or "", max(BOOTS_TIMED.values()))
+    return storms.boots_timed(storm)
 
 
 def add_guest_options(p: argparse.ArgumentParser, per: str, *,
@@ -106,7 +102,7 @@ def counted(args: argparse.Namespace) -> bool:
 
 def add_storm_arguments(p: argparse.ArgumentParser) -> None:
     """The storm and its module parameters, last on every command line."""
-    p.add_argument("storm", help="ipistorm, tlbstorm or slabstorm")
+    p.add_argument("storm", help=", ".join(storms.NAMES))
     p.add_argument("params", nargs="*", metavar="PARAM=VALUE")
 
 

@@ -59,7 +59,8 @@ CAPTURE_SUFFIX = ".raw"
 NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
 # result fields that are CPU lists stay strings even when they are one
 # CPU ("1" and "0-3" must have the same type)
-CPU_LIST_FIELD = re.compile(r"(^|\.)(cpulist|targets|cpus_online|cpus)$")
+CPU_LIST_FIELD = re.compile(
+    r"(^|\.)(cpulist|targets|senders|busy|cpus_online|cpus)$")
 
 
 def number(text: str) -> int | float | None:

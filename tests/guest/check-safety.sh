@@ -99,11 +99,13 @@ storm_timed_case() {
 	storm_case "$name" "$@"
 	seconds_since "$start" >"$OUT/$name/seconds"
 }
-storm_timed_case bound_ipistorm ipistorm numipi=1000000000000 delay=1000 \
-	timeout=2 single=1 cpulist=0
-storm_timed_case bound_tlbstorm tlbstorm numflush=1000000000000 delay=1000 \
-	timeout=2
-storm_timed_case bound_slabstorm slabstorm numcache=1000000000000 timeout=2
+# shellcheck disable=SC2154 # storm_names: set by lib.sh
+for storm in $storm_names; do
+	# shellcheck disable=SC2046 # the example's parameters, split
+	storm_timed_case "bound_$storm" "$storm" \
+		"$(storm_field "$storm" 2)=1000000000000" timeout=2 \
+		$(storm_field "$storm" 3)
+done
 
 # A finished background storm is done, not interrupted by the rmmod after.
 storm_background_done_case bg_finished ipistorm numipi=200 single=1 cpulist=0
@@ -157,9 +159,11 @@ rcu_tasks_case() {
 	dmesg_since "$mark" >"$dir/dmesg"
 	echo "case $name: bpftrace started in $bt_wait s, detached in $(cat "$dir/seconds") s (rc=$(cat "$dir/rc"))"
 }
-rcu_tasks_case rcu_tasks_ipistorm ipistorm single=1 cpulist=0 offset=1
-rcu_tasks_case rcu_tasks_tlbstorm tlbstorm cpulist=0 targets=1
-rcu_tasks_case rcu_tasks_slabstorm slabstorm mode=remote cpulist=0-1
+# shellcheck disable=SC2154 # storm_names: set by lib.sh
+for storm in $storm_names; do
+	# shellcheck disable=SC2046 # the example's parameters, split
+	rcu_tasks_case "rcu_tasks_$storm" "$storm" $(storm_field "$storm" 3)
+done
 
 # More possible than online CPUs: with CPU 3 offline, single=1 and the
 # default cpulist wraps at the last online CPU (2 -> 0), as the original

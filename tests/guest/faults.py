@@ -41,9 +41,13 @@ import ctypes
 import json
 import os
 import pathlib
-import re
 import sys
 import time
+
+# the registry of storms (its module needs nothing but the standard library)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] /
+                       "scripts"))
+from stormsuite import storms  # noqa: E402
 
 SYS_DELETE_MODULE = 176
 SYS_FINIT_MODULE = 313
@@ -70,6 +74,9 @@ CASES = [
     ("slabstorm", "mode=remote numobj=200 cpulist=0-1"),
     ("slabstorm", "mode=create numcache=5"),
 ]
+# every other storm: its example, counted (scripts/stormsuite/storms.py)
+CASES += [(s.name, f"{s.count_param}=200 {s.example}")
+          for s in storms.STORMS.values() if s.name not in dict(CASES)]
 # Storms whose threads allocate while they run, with no failure in the
 # load: failures are injected into their threads once they run.
 RUN_CASES = [
@@ -83,8 +90,7 @@ RUN_CASES = [
 RUN_INTERVALS = (1, 7, 50)
 RUN_TIMES = 3
 # A storm thread, not the controller (<module>/ctl)
-STORM_THREAD = re.compile(r"(ipistorm|tlbstorm|tlbstorm-w|slabstorm|"
-                          r"slabtouch)/[0-9]+")
+STORM_THREAD = storms.thread_pattern()
 
 # A CPU that is not there: every storm refuses it before its allocations.
 REFUSED = "cpulist=63"

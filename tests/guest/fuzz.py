@@ -30,6 +30,11 @@ import subprocess
 import sys
 import time
 
+# the registry of storms (its module needs nothing but the standard library)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "scripts"))
+from stormsuite import storms  # noqa: E402
+
 # Lines that show a kernel problem (the host's stormsuite.dmesg is the
 # reference; the guest may not have the suite's Python path).
 PROBLEM = re.compile(
@@ -73,8 +78,9 @@ PARAMS = {
         "offset": ("num", "1"), "mask": ("num", "0"),
         "delay": ("us", "0"), "cpulist": ("cpus", "0"),
         "targets": ("cpus", "1-2"), "async": ("bool", "0"),
-        "handler_ns": ("ns", "0"), "latency": ("num", "64"),
-        "background": ("bool", "0"),
+        "handler_ns": ("ns", "0"), "handler_loops": ("num", "0"),
+        "latency": ("num", "64"), "background": ("bool", "0"),
+        "pileup": ("num", "4"),
     },
     "tlbstorm": {
         "numflush": ("count", "100"), "timeout": ("secs", "2"),
@@ -92,6 +98,41 @@ PARAMS = {
         "background": ("bool", "0"),
     },
 }
+# every storm's (include/storm.c)
+SHARED = {"pmu": ("bool", "1"), "count_sent": ("bool", "0"),
+          "nice": ("bool", "0"), "inject_miscount": ("bool", "0")}
+for _table in PARAMS.values():
+    _table.update(SHARED)
+
+
+def module_params(ko: str, storm: str) -> dict[str, tuple[str, str]]:
+    """A storm without a table of its own: its parameters as modinfo -p
+    lists them, each given a kind by its type and name, valid its
+    example's value (scripts/stormsuite/storms.py), else its default."""
+    entry = storms.STORMS[storm]
+    example = dict(p.split("=", 1) for p in entry.example.split())
+    out = {}
+    listed = subprocess.run(["modinfo", "-p", f"{ko}/{storm}.ko"],
+                            capture_output=True, text=True).stdout
+    for line in listed.splitlines():
+        name, _, rest = line.partition(":")
+        m = re.search(r"\(default ([^;) ]*)", rest)
+        default = m.group(1) if m else "0"
+        if name in SHARED:
+            out[name] = SHARED[name]
+            continue
+        if rest.endswith("(bool)"):
+            kind = "bool"
+        elif rest.endswith("(charp)"):
+            kind = "cpus" if "CPU" in rest else "mode"
+        elif name == "timeout":
+            kind, default = "secs", "2"
+        elif name == entry.count_param:
+            kind, default = "count", "200"
+        else:
+            kind = "num"
+        out[name] = (kind, example.get(name, default))
+    return out
 
 
 def value(rng: random.Random, storm: str, kind: str, valid: str) -> str:
@@ -103,16 +144,17 @@ def value(rng: random.Random, storm: str, kind: str, valid: str) -> str:
     if kind == "cpus":
         return rng.choice(CPULISTS)
     if kind == "mode":
-        return rng.choice(MODES[storm])
+        return rng.choice(MODES.get(storm, [valid, "", "x"]))
     if kind in ("count", "secs", "us", "ns") and r < 0.7:
         small = {"count": 3000, "secs": 3, "us": 2000, "ns": 200000}[kind]
         return str(rng.randint(0, small))
     return rng.choice(NUMBERS)
 
 
-def params_of(rng: random.Random, storm: str) -> list[str]:
+def params_of(rng: random.Random, storm: str,
+              table: dict[str, tuple[str, str]]) -> list[str]:
     out = []
-    for name, (kind, valid) in PARAMS[storm].items():
+    for name, (kind, valid) in table.items():
         if rng.random() < 0.45:
             out.append(f"{name}={value(rng, storm, kind, valid)}")
     rng.shuffle(out)
@@ -247,13 +289,15 @@ def main() -> int:
 
     figures = {"seed": args.seed, "loads": 0, "outcomes": {},
                "splats": 0, "problems": []}
+    names = sorted(storms.NAMES)
+    tables = {n: PARAMS.get(n) or module_params(args.ko, n) for n in names}
     indices = [args.only] if args.only is not None else range(args.loads)
     start = time.monotonic()
     for i in indices:
         # one generator per load: load I is the same with or without --only
         rng = random.Random(f"{args.seed}:{i}")
-        storm = rng.choice(sorted(PARAMS))
-        params = params_of(rng, storm)
+        storm = rng.choice(names)
+        params = params_of(rng, storm, tables[storm])
         ending = rng.choice(["wait", "wait", "signal", "background",
                              "rmmod-during"])
         got = one_load(args.ko, storm, params, ending, rng, i)

@@ -96,12 +96,30 @@ cpu_set() {
 	echo "$2" >"/sys/devices/system/cpu/cpu$1/online"
 }
 
+# The storms, as the registry says them (scripts/stormsuite/storms.py):
+# "NAME|COUNT_PARAM|EXAMPLE|THREADS" lines; storm_names, and what every
+# storm's threads are called before their "/".
+storm_registry=$(PYTHONPATH=scripts python3 -c '
+from stormsuite import storms
+print(storms.shell(), end="")
+')
+# shellcheck disable=SC2034 # used by the check scripts
+storm_names=$(printf '%s\n' "$storm_registry" | cut -d'|' -f1)
+storm_thread_names=" $(printf '%s\n' "$storm_registry" | cut -d'|' -f4 |
+	tr '\n' ' ')"
+
+# storm_field NAME 2|3: the storm's count parameter, its example
+storm_field() {
+	printf '%s\n' "$storm_registry" | awk -F'|' -v n="$1" -v f="$2" \
+		'$1 == n { print $f }'
+}
+
 storm_threads() {
-	# every thread of the three storms, by name (kthreads have no cmdline)
+	# every thread of every storm, by name (kthreads have no cmdline)
 	for f in /proc/[0-9]*/comm; do
 		read -r comm <"$f" 2>/dev/null || continue
-		case $comm in
-		ipistorm* | tlbstorm* | slabstorm* | slabtouch*) echo "$comm" ;;
+		case $storm_thread_names in
+		*" ${comm%%/*} "*) echo "$comm" ;;
 		esac
 	done
 }

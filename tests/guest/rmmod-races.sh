@@ -40,8 +40,10 @@ race_loop() {
 
 cpu_set 2 0
 cpu_set 3 0
-race_loop ipistorm timeout=60 single=1 cpulist=0 offset=1
-race_loop tlbstorm timeout=60 cpulist=0 targets=1
-race_loop slabstorm mode=remote timeout=60 cpulist=0-1
+# shellcheck disable=SC2154 # storm_names: set by lib.sh
+for storm in $storm_names; do
+	# shellcheck disable=SC2046 # the example's parameters, split
+	race_loop "$storm" timeout=60 $(storm_field "$storm" 3)
+done
 cpu_set 2 1
 cpu_set 3 1

@@ -1,0 +1,113 @@
+"""The registry of storms (scripts/stormsuite/storms.py) against what it
+stands for: the modules in the tree, their parameters as modinfo -p lists
+them, the op.* keys their results carry, and the guest fuzzer's tables."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+
+from conftest import REPO
+from stormsuite import metrics, modparams, storms
+
+
+def fuzz_module():
+    spec = importlib.util.spec_from_file_location(
+        "fuzz", REPO / "tests" / "guest" / "fuzz.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_module_in_the_tree_is_registered():
+    """A storm is a directory <name>/<name>.c that the Makefile builds;
+    each has an entry, and each entry a module."""
+    in_tree = {p.parent.name for p in REPO.glob("*/*storm.c")
+               if p.stem == p.parent.name}
+    assert in_tree == set(storms.NAMES)
+
+
+@pytest.mark.parametrize("name", storms.NAMES)
+def test_the_module_says_the_registered_operation(name):
+    """The result's op: line is the registry's op (storm_show_op()), and
+    the example's parameters are the module's."""
+    src = (REPO / name / f"{name}.c").read_text()
+    ops = re.findall(r'\.name = "(\w+)"', src)
+    assert ops == [storms.STORMS[name].op]
+    params = {p.name for p in modparams.of_storm(name)}
+    entry = storms.STORMS[name]
+    assert entry.count_param in params
+    assert {p.split("=")[0] for p in entry.example.split()} <= params
+    assert {"timeout", "background"} <= params
+
+
+@pytest.mark.parametrize("name", storms.NAMES)
+def test_fuzz_knows_every_parameter(name):
+    """The fuzzer's table of a storm (or the one it makes from modinfo
+    for a storm without one) has every parameter the module has."""
+    fuzz = fuzz_module()
+    ko = modparams.module_file(name).parent
+    table = fuzz.PARAMS.get(name) or fuzz.module_params(str(ko), name)
+    assert set(table) == {p.name for p in modparams.of_storm(name)}
+    for kind, valid in table.values():
+        assert kind in ("bool", "cpus", "mode", "count", "secs", "us",
+                        "ns", "num") and valid is not None
+
+
+def test_module_params_reads_modinfo():
+    text = ("numipi:Calls per sending CPU; 0 = timed run (default 0) "
+            "(ulong)\ncpulist:Sending CPUs (default all online) (charp)\n")
+    ps = modparams.parse(text)
+    assert [(p.name, p.type, p.default) for p in ps] == [
+        ("numipi", "ulong", "0"), ("cpulist", "charp", "all online")]
+
+
+def result_with_op(**op: str) -> dict:
+    res = {"runtime_ns": 1000, "irq.0.CAL": 4, "irq.1.CAL": 6,
+           "irq.1.RES": 10, "sent.0.CAL": 3, "sent.1.CAL": 7}
+    res.update({("op" if k == "op" else f"op.{k}"): v
+                for k, v in op.items()})
+    return res
+
+
+def test_metrics_follow_the_op_keys_not_the_name():
+    """A storm the drivers have never heard of: its primary rows come
+    from its op.* keys alone."""
+    res = result_with_op(op="grace", count=10, ipi_rows="CAL RES",
+                         senders="0", targets="1")
+    rows = {m.name: v for m, v in metrics.primary_of_run("newstorm",
+                                                         res).items()}
+    assert rows == {"newstorm.time_per_grace_ns": 100.0,
+                    "newstorm.ipis_per_grace": 2.0,
+                    "newstorm.ipis_sent_per_grace": 1.0}
+    assert metrics.insn_sides("newstorm", res) == {"sender": {0},
+                                                   "target": {1}}
+    res = result_with_op(op="grace", count=10, ipi_rows="CAL", senders="0")
+    assert metrics.insn_sides("newstorm", res) == {"sender": {0}}
+    assert metrics.ipis_of("newstorm", res) == 10.0
+    res = result_with_op(op="grace", count=10, ipi_rows="CAL",
+                         timed="latency")
+    rows = {m.name for m in metrics.primary_of_run("newstorm", res)}
+    assert "newstorm.runtime_per_grace_ns" in rows
+
+
+@pytest.mark.parametrize("name", ["ipistorm", "tlbstorm", "slabstorm"])
+def test_results_from_before_the_op_keys_read_as_before(name):
+    """Run files written before the modules said op.*: their metrics as
+    those modules' keys give them (tests/data's runs)."""
+    import json
+    files = sorted((REPO / "tests" / "data").rglob("run-*.json"))
+    docs = [json.loads(f.read_text()) for f in files]
+    docs = [d for d in docs if d.get("storm") == name
+            and "op" not in d["result"]]
+    if not docs:
+        pytest.skip(f"no {name} run file from before the op keys")
+    for doc in docs[:20]:
+        rows = metrics.primary_of_run(name, doc["result"])
+        entry = storms.STORMS[name]
+        names = {m.name for m in rows}
+        assert entry.ipi_metric in names or not rows
+        assert names & {entry.time_metric, entry.untimed_metric} \
+            or not rows
