@@ -77,6 +77,10 @@ STORMS: dict[str, Storm] = {s.name: s for s in (
           "kmem_cache create/destroy/shrink and cross-CPU alloc/free "
           "storms", ("slabstorm", "slabtouch"), "mode=remote cpulist=0-1",
           "numobj", boots_timed=8),
+    Storm("rcustorm", "gp",
+          "storms of RCU grace periods, expedited (an IPI to every CPU "
+          "not quiescent) and normal", ("rcustorm", "rcustorm-r"),
+          "cpulist=0 busy=1", "numgp"),
 )}
 
 NAMES = tuple(STORMS)
