@@ -41,8 +41,8 @@ import tarfile
 import time
 from typing import Any, Sequence
 
-from . import (REPO, compare, dmesg, kernels, ktest, options, runfile, runs,
-               storms, verdict)
+from . import (REPO, compare, dmesg, guest, kernels, ktest, options,
+               runfile, runs, storms, verdict)
 
 STORM = REPO / "scripts" / "storm"
 LOGS = REPO / "build" / "box" / "log"
@@ -346,17 +346,6 @@ def check_design(p: argparse.ArgumentParser, args: argparse.Namespace,
                   args.timeout)
 
 
-def interleave(sides: Sequence[Sequence[Any]]) -> list[Any]:
-    """A1 B1, B2 A2, A3 B3 ...: the kernel that goes first takes turns
-    (as storm matrix orders its guests, guest.interleave)."""
-    out: list[Any] = []
-    for i in range(max(len(s) for s in sides)):
-        row = [s[i] for s in sides if i < len(s)]
-        k = i % len(row)
-        out += row[k:] + row[:k]
-    return out
-
-
 def labels_for(kernels_: list[Kernel]) -> list[str]:
     from .matrix import unique_labels
     return unique_labels([k.release for k in kernels_])
@@ -369,9 +358,8 @@ def measure(box: Box, sides: list[Kernel], labels: list[str],
     reboot; one series per kernel."""
     for k in sides:
         build_modules(k)
-    from .guest import new_series_id
-    series = new_series_id()
-    plan = interleave([[(k, lb, i) for i in range(boots)]
+    series = guest.new_series_id()
+    plan = guest.interleave([[(k, lb, i) for i in range(boots)]
                        for k, lb in zip(sides, labels)])
     done: list[BootResult] = []
     t0 = time.monotonic()

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 from . import REPO, dmesg
 from .runs import RESULTS
@@ -334,14 +334,18 @@ def default_jobs() -> int:
     return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
-def interleave(sides: Sequence[Sequence[Boot]]) -> list[Boot]:
+Planned = TypeVar("Planned")
+
+
+def interleave(sides: Sequence[Sequence[Planned]]) -> list[Planned]:
     """A1 B1, B2 A2, A3 B3 ...: each concurrent pair holds one boot of
     each side, and the side launched first takes turns. Launch order is
     not neutral: an A/A matrix (6.1 against itself, 3+3 boots, ipistorm)
     with A always launched first measured A 6.5% slower in every pair,
     a false change with p=0.005; with the turns, whatever the first slot
-    costs falls on both sides and shows as between-boot noise."""
-    out: list[Boot] = []
+    costs falls on both sides and shows as between-boot noise. A box's
+    reboots (box.py) take the same order."""
+    out: list[Planned] = []
     for i in range(max(len(s) for s in sides)):
         row = [s[i] for s in sides if i < len(s)]
         k = i % len(row)
