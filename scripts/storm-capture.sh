@@ -25,7 +25,7 @@ dmesg_since() {
 # run's rmmod, or another tool's) so that its work does not fall into
 # this load's counts: after hundreds of loads systemd-udevd works on for
 # seconds, and its root-filesystem I/O wakes tasks on a storm's target
-# with call-function IPIs (docs/evidence/udev-after-faults.md). Prints
+# with call-function IPIs (docs/safety.md, udev settled before every case). Prints
 # udevadm's status and the seconds it waited; an empty queue returns at
 # once; where udev does not run, nothing.
 udev_settle() {

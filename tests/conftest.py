@@ -433,7 +433,7 @@ STRAY_CAL = 10
 # bounds above that rest on a quiet target do not apply (DEBUG_KERNEL);
 # what holds all the same is asserted: every call handled, every IPI sent
 # taken, a polling target sent far fewer than a HLT-idle one. (An idle
-# debug guest sends about 100 a second: docs/evidence/debug-idle-ipis.md.)
+# debug guest sends about 100 a second: docs/safety.md, "What the debug kernel changes".)
 
 
 @pytest.hookimpl(tryfirst=True)

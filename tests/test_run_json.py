@@ -121,7 +121,7 @@ def test_one_valid_json_file_per_run(fake):
 def test_udev_settles_before_each_run(fake, tmp_path):
     """The uevents of the previous run's rmmod (or of anything else that
     loaded modules) are udev's work before a run's counts start, not
-    during them (docs/evidence/udev-after-faults.md)."""
+    during them (docs/safety.md, udev settled before every case)."""
     path = tmp_path / "udevadm-bin"
     path.mkdir()
     udevadm = path / "udevadm"

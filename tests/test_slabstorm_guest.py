@@ -165,7 +165,7 @@ def assert_interrupts_no_other_cpu(res: dict, phase: str) -> None:
         # RCU grace-period kthread on the CPU where it runs (an IPI; the
         # largest group of the IPIs sent while slab_untouched runs there,
         # with its tick's nohz idle-balance kicks next:
-        # docs/evidence/rcu-gp-wakeups.md). That kthread is on one CPU at
+        # docs/safety.md, "What the debug kernel changes"). That kthread is on one CPU at
         # a time, one or two CPUs over a storm, so the CPU least
         # interrupted tells the op apart: one IPI to every other CPU per
         # op (kick_all_cpus_sync(), seed 002) would give each at least n.
@@ -227,7 +227,7 @@ def test_destroy_of_touched_caches_interrupts_the_touching_cpus(guest):
     # at least the touching CPUs' flushes more than an untouched destroy;
     # on Debian's kernels an untouched one costs next to nothing, on the
     # debug kernel the guest's own IPIs over its longer op (1649 milli
-    # against 5725 touched: docs/evidence/debug-idle-ipis.md)
+    # against 5725 touched: docs/safety.md)
     assert milli(res, "destroy") - milli(untouched, "destroy") >= \
         2 * PER_OP * 1000
     assert DEBUG_KERNEL or destroy_waits_for_rcu(res) or \

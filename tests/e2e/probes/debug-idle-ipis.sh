@@ -1,7 +1,10 @@
 #!/bin/sh
-# debug-idle-ipis-probe.sh OUT: the call-function IPIs an idle debug
-# guest sends itself, and from where (docs/evidence/debug-idle-ipis.md):
-# 20 s traced with KFENCE sampling on, 20 s with it off.
+# debug-idle-ipis.sh OUT - in a debug guest: the call-function IPIs an
+# idle guest sends itself, and from where (docs/safety.md, "What the debug
+# kernel changes"): 20 s traced with KFENCE sampling on, 20 s with it off.
+#
+#   scripts/storm vm --kernel build/kernel/debug-6.1 --cpus 4 \
+#       --timeout 2400 --rwdir DIR -- sh tests/e2e/probes/debug-idle-ipis.sh DIR
 OUT=$1
 T=/sys/kernel/tracing
 cal() { awk '/CAL:/ { print $2, $3, $4, $5 }' /proc/interrupts; }

@@ -1,6 +1,12 @@
 #!/bin/sh
-# in the debug guest: what sends the other CPUs IPIs while slabstorm
-# creates and destroys 1000 untouched caches on CPU 0 (slab_untouched)
+# rcu-gp-wakeups.sh - in a debug guest: what sends the other CPUs IPIs
+# while slabstorm creates and destroys 1000 untouched caches on CPU 0
+# (slab_untouched; docs/safety.md, "What the debug kernel changes"): the
+# case under the function tracer on the x86 senders, with their stacks.
+#
+#   scripts/storm vm --kernel build/kernel/debug-6.1 --cpus 4 \
+#       --timeout 1800 --rwdir DIR -- \
+#       sh -c 'OUT=$1 sh tests/e2e/probes/rcu-gp-wakeups.sh >$1/console 2>&1' x DIR
 . tests/guest/lib.sh
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs none $T

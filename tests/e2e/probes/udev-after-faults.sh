@@ -1,5 +1,12 @@
 #!/bin/sh
-# in the guest: what sends CALs right after check-faults.sh
+# udev-after-faults.sh - in a guest: what sends CALs right after
+# check-faults.sh (docs/safety.md, udev settled before every case): the
+# ipi_idle case under the function tracer on the x86 senders, before
+# check-faults.sh, right after it and 20 s later.
+#
+#   scripts/storm vm --kernel build/kernel/debug-6.1 --cpus 4 \
+#       --timeout 1800 --rwdir DIR -- \
+#       sh -c 'OUT=$1 sh tests/e2e/probes/udev-after-faults.sh >$1/console 2>&1' x DIR
 . tests/guest/lib.sh
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs none $T

@@ -1,0 +1,61 @@
+"""The small outputs the docs cite for a measured figure
+(tests/data/measured/): every one is cited, every citation is there, and
+what a doc says of an output holds in it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import REPO
+from stormsuite import result
+
+MEASURED = REPO / "tests" / "data" / "measured"
+LINK = re.compile(r"\]\(\.\./tests/data/measured/([^)#]*)\)")
+
+
+def cited() -> set[str]:
+    out = set()
+    for doc in (REPO / "docs").glob("*.md"):
+        out |= set(LINK.findall(doc.read_text()))
+    return out
+
+
+def test_every_output_is_cited_and_every_citation_is_there():
+    files = {str(p.relative_to(MEASURED)) for p in MEASURED.rglob("*")
+             if p.is_file()}
+    links = cited() - {""}
+    assert links <= files, links - files
+    assert files <= links, files - links
+
+
+def test_docs_cite_no_evidence_folder():
+    for doc in (REPO / "docs").glob("*.md"):
+        assert "evidence/" not in doc.read_text(), doc
+    assert not (REPO / "docs" / "evidence").exists()
+
+
+@pytest.mark.parametrize("kernel", ["6.1", "6.12"])
+def test_fuzz_runs_found_no_problem(kernel):
+    """docs/safety.md: 500 loads a kernel, 0 splats, 0 problems."""
+    doc = json.loads((MEASURED / f"fuzz-500-{kernel}.json").read_text())
+    assert doc["loads"] == 500 == sum(doc["outcomes"].values())
+    assert doc["splats"] == 0 and doc["problems"] == []
+
+
+@pytest.mark.parametrize("kernel", ["6.1", "6.12"])
+def test_contended_worker_got_at_least_the_flushes_it_held(kernel):
+    """docs/tlbstorm.md: each worker CPU's TLB count is at least the
+    flushes its worker held, the contended one short of all flushes."""
+    res = result.parse((MEASURED / f"tlb-contended-{kernel}.result")
+                       .read_text())
+    flushes = int(res["flushes"])
+    short = []
+    for cpu in result.cpulist(res["param.targets"]):
+        held = int(res[f"worker.{cpu}.flushes_held"])
+        tlb = int(res[f"irq.{cpu}.TLB"])
+        assert held <= tlb <= flushes, (cpu, held, tlb)
+        short.append(tlb < flushes)
+    assert any(short)
