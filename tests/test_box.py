@@ -321,7 +321,7 @@ def test_vm_kconfig_of_a_tree_that_is_not_one(tmp_path):
 
 
 def test_ab_checks_out_each_side_apart(tmp_path, monkeypatch):
-    """storm box ab's sources: worktrees of the user's tree at the base,
+    """storm ab --box's sources: worktrees of the user's tree at the base,
     and at the base with the patch; the user's checkout untouched."""
     tree = tmp_path / "linux"
     tree.mkdir()

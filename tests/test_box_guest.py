@@ -2,7 +2,7 @@
 packages (storm box image, cached under build/box/ by its inputs), booted
 under TCG and reached on a loopback ssh port, driven by ktest.pl.
 
-One `storm box matrix` of Debian's 6.1 against 6.12, two boots a side:
+One `storm matrix --box` of Debian's 6.1 against 6.12, two boots a side:
 ktest.pl reboots the box (kexec) before every boot, alternating the
 kernels; storm run runs on the box, the run files come back here, and
 compare prints the verdict. The box is reached over ssh alone, as most
@@ -71,8 +71,8 @@ def run_loop(image, releases, results, costs):
     try:
         t1 = time.monotonic()
         res = subprocess.run(
-            [str(REPO / "scripts" / "storm"), "box", "matrix",
-             "--config", str(vm.config), "--kernel", SERIES[0],
+            [str(REPO / "scripts" / "storm"), "matrix",
+             "--box", str(vm.config), "--kernel", SERIES[0],
              "--kernel", SERIES[1], "--boots", str(BOOTS), "--runs",
              str(RUNS), "--results", str(results), "--no-plot",
              "ipistorm", *PARAMS],
@@ -136,7 +136,7 @@ def test_ipis_counted_on_the_box(loop):
 
 def test_ktest_drove_each_boot(loop):
     res, _, releases = loop
-    starts = re.findall(r"storm box matrix: (\S+) boot (\d)/\d \(\d+/\d+\)",
+    starts = re.findall(r"storm: (\S+) boot (\d)/\d \(\d+/\d+\) on the box",
                         res.stderr)
     assert len(starts) == len(releases) * BOOTS
     results = re.findall(r"ktest: KTEST RESULT: TEST 1 SUCCESS", res.stderr)

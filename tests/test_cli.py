@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import re
+
 import pytest
 
 from conftest import REPO
@@ -96,16 +98,27 @@ def test_top_level_help_lists_every_box_command(capsys):
     out = capsys.readouterr().out
     box = next(line for line in out.splitlines()
                if line.startswith("  box "))
-    for c in ("bisect", "image", "vm", "run", "matrix", "ab", "build"):
+    for c in ("bisect", "image", "vm", "build", "--box"):
         assert c in box
 
 
 def test_box_help_has_a_usage_line(capsys):
     assert cli.main(["box", "--help"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: storm box {run,matrix,ab,build,bisect,"
-                          "bisect-test,image,vm}")
+    assert out.startswith("usage: storm box {build,bisect,bisect-test,"
+                          "image,vm}")
     assert "storm box bisect " in out and "storm box image" in out
+    for design in ("matrix", "ab", "bisect"):
+        assert re.search(rf"storm {design} +--box BOX", out), design
+
+
+@pytest.mark.parametrize("moved", ["run", "matrix", "ab"])
+def test_box_designs_moved_to_box_option(capsys, moved):
+    """storm box run|matrix|ab are storm matrix|ab --box: the old
+    commands say so and do nothing."""
+    assert cli.main(["box", moved, "--config", "x.conf"]) == 2
+    err = capsys.readouterr().err
+    assert "--box CONFIG" in err and "docs/box.md" in err
 
 
 def test_stated_default_boots_are_options_figures(capsys):

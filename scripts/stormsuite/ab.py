@@ -12,7 +12,9 @@ revision through make LOCALVERSION= (6.1.192-storm-1a2b3c4 and
 6.1.192-storm-1a2b3c4-fix-smp), which is also the label of its results.
 Then the two kernels are measured as a matrix does (matrix.py:
 --boots guests each, interleaved base/patched, two at a time) and
-compared, boots as the unit.
+compared, boots as the unit. With --box CONFIG both are worktrees of the
+tree built and installed on a test box by ktest.pl (box.py) and booted
+there, one boot at a time (machines.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import re
 import sys
 import time
 
-from . import compare, kbuild, matrix, options, source
+from . import box, compare, kbuild, machines, matrix, options, source
 from .git import git
 
 
@@ -56,6 +58,11 @@ def parser() -> argparse.ArgumentParser:
                    help="write the comparison here (default: the patched "
                    "kernel's series directory)")
     options.add_guest_options(p, "kernel")
+    options.add_box_options(p)
+    p.add_argument("--kconfig", type=pathlib.Path,
+                   help="with --box: the configuration both builds start "
+                   "from (default: the box's running kernel's); "
+                   "configs/box.config is forced on top")
     compare.add_stat_options(p)
     compare.add_view_options(p)
     options.add_storm_arguments(p)
@@ -84,6 +91,11 @@ def main(argv: list[str]) -> int:
             print(f"storm ab: {args.patch} does not apply to {base[:12]}: "
                   f"{e}", file=sys.stderr)
             return 2
+    if args.box:
+        return box_main(p, args, tree, base, patched)
+    if args.kconfig:
+        p.error("--kconfig: the start of a box's builds (--box); a guest "
+                "kernel's is configs/guest.config (--config)")
     if args.dry_run:
         todo = [name for name, out, rev, patch, localversion
                 in plan_builds(base, patched, args)
@@ -114,6 +126,41 @@ def main(argv: list[str]) -> int:
 
 
 BUILD_SECONDS = 120
+
+
+def box_main(p: argparse.ArgumentParser, args: argparse.Namespace,
+             tree: pathlib.Path, base: str, patched: str) -> int:
+    """--box: both kernels built from worktrees of the tree under
+    build/box/src/ and installed on the box by ktest.pl (box.py's
+    build), then measured there as on guests."""
+    if args.config:
+        p.error("--config: fragments of a guest kernel; a box's builds "
+                "start from --kconfig, with configs/box.config on top")
+    if args.append:
+        p.error("--append: a box boots with its ktest.pl config's command "
+                "line")
+    if args.dry_run:
+        matrix.print_plan("storm ab", 2, args)
+        print("storm ab: to build on the box: base, patched (ktest.pl)")
+        return 0
+    try:
+        machine = machines.Box(args.box, args.ktest)
+        started = time.monotonic()
+        kernels_ = [box.build_worktree(machine.box, tree, name, rev, patch,
+                                       args.kconfig)
+                    for name, rev, patch in (
+                        ("base", base, None),
+                        ("patched", patched or base, args.patch))]
+    except (machines.MachineError, box.BoxError) as e:
+        print(f"storm ab: {e}", file=sys.stderr)
+        return 1
+    build_seconds = time.monotonic() - started
+    sides = [matrix.Side(k.spec, "", label) for k, label in
+             zip(kernels_, matrix.unique_labels([k.release
+                                                 for k in kernels_]))]
+    return matrix.measure_and_compare(sides, args, "storm ab",
+                                      "base and patched", build_seconds,
+                                      machine=machine)
 
 
 def fragments_of(args: argparse.Namespace) -> tuple[pathlib.Path, ...]:

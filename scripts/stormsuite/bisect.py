@@ -59,8 +59,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import (classify, compare, guest, kbuild, matrix, options, runs,
-               source, stats, storms, verdict)
+from . import (box, boxbisect, classify, compare, guest, kbuild, matrix,
+               options, runs, source, stats, storms, verdict)
 from .bisect_state import FAILURES, BisectState, Reading
 from .git import git
 
@@ -620,6 +620,12 @@ def parser() -> argparse.ArgumentParser:
                    type=pathlib.Path, metavar="FRAGMENT",
                    help="config fragment for every build (repeatable)"
                    "; a whole .config (a bot's, as 0-day attaches) is the base instead, under configs/guest.config")
+    options.add_box_options(p)
+    p.add_argument("--kconfig", type=pathlib.Path,
+                   help="with --box: the configuration every commit starts "
+                   "from (default: the box's running kernel's); the bisect "
+                   "is then ktest.pl's, each commit judged against the "
+                   "endpoints' boots (docs/box.md)")
     p.add_argument("--measurer", default=DEFAULT_MEASURER,
                    help=argparse.SUPPRESS)
     # options.add_storm_arguments's two, the storm optional for --resume
@@ -1106,8 +1112,15 @@ def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
     if args.resume is not None:
+        if args.box:
+            p.error("--resume: a bisect on a box is ktest.pl's, which "
+                    "keeps no state.json to resume from")
         return resume(argv, args)
     check_options(p, args)
+    if args.box:
+        return box_main(p, args)
+    if args.kconfig:
+        p.error("--kconfig: the start of a box's builds (--box)")
     tree = args.tree.resolve()
     try:
         good, bad = check_tree(tree, args.good, args.bad)
@@ -1123,6 +1136,20 @@ def main(argv: list[str]) -> int:
           f"log in {state.dir}", file=sys.stderr, flush=True)
     lock = hold(pathlib.Path(state.dir))    # noqa: F841 (held until return)
     return bisect_in(state, tree)
+
+
+def box_main(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """--box: ktest.pl's bisect on the box, storm's verdict its test
+    (boxbisect.py)."""
+    for flag, given in (("--append", args.append), ("--config", args.config),
+                        ("--dry-run", args.dry_run)):
+        if given:
+            p.error(f"{flag}: not with --box (docs/box.md)")
+    return boxbisect.bisect_box(
+        args.box, args.ktest, args.tree, args.good, args.bad, args.kconfig,
+        box.Design(args.storm, tuple(args.params), args.runs, args.warmup,
+                   args.timeout), args.boots, args.metric, args.results,
+        "storm bisect --box")
 
 
 def step_main(argv: list[str]) -> int:

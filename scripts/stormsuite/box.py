@@ -1,29 +1,27 @@
 """storm box: the storms on a test box over ssh, ktest.pl driving the box.
 
-    storm box run    --config BOX --kernel K [--boots N] STORM [P=V...]
-    storm box matrix --config BOX --kernel A --kernel B [--boots N] STORM ...
-    storm box ab     --config BOX --tree LINUX --base REV --patch FILE STORM
+    storm matrix --box BOX --kernel A --kernel B [--boots N] STORM [P=V...]
+    storm ab     --box BOX --tree LINUX --base REV --patch FILE STORM ...
+    storm bisect --box BOX --tree LINUX --good REV --bad REV STORM ...
     storm box build  --config BOX --tree LINUX [--kconfig FILE] --name NAME
-    storm box bisect --config BOX --tree LINUX --good REV --bad REV STORM
+    storm box bisect --config BOX ...     (storm bisect --box's other name)
     storm box bisect-test --config BOX --kernel TREE --good SET --bad SET STORM
     storm box image | vm start|reset|stop     the test box without hardware
 
-Each boot is one ktest.pl run (ktest.py writes its config: the kernel,
-the user's box config, one test): ktest.pl reboots the box into the
-kernel (grub-reboot, kexec or a script: the box config says how), waits
-for its login prompt on the console, then runs storm's step as its TEST
-while it watches the console for oopses and panics. The step (`storm
-box-step STATE`, run by ktest.pl on this host) checks the box booted
-that kernel, copies storm run and the modules built here for it, runs
-the series there (POSIX sh: the box needs no Python), fetches the
-captures into results/<label>/ and makes their run files here, and fails
-on a splat in the box's dmesg. `matrix` alternates the kernels boot by
-boot (A B, B A, ...), a reboot before every boot, so that boots stay the
-unit of replication, then compares as storm matrix does. `build` is
-ktest.pl's build and install (olddefconfig on the box's own config plus
-configs/box.config, what the storms need) of a kernel tree. `bisect`
-and `bisect-test` (boxbisect.py) are ktest.pl's bisect with storm's
-verdict as its test.
+A box is a machine of matrix and ab (machines.py), as guests are: each
+boot is one ktest.pl run (ktest.py writes its config: the kernel, the
+user's box config, one test): ktest.pl reboots the box into the kernel
+(grub-reboot, kexec or a script: the box config says how), waits for its
+login prompt on the console, then runs storm's step as its TEST while it
+watches the console for oopses and panics. The step (`storm box-step
+STATE`, run by ktest.pl on this host) checks the box booted that kernel,
+copies storm run and the modules built here for it, runs the series
+there (POSIX sh: the box needs no Python), fetches the captures into
+results/<label>/ and makes their run files here, and fails on a splat in
+the box's dmesg. `build` is ktest.pl's build and install (olddefconfig
+on the box's own config plus configs/box.config, what the storms need)
+of a kernel tree. `bisect` and `bisect-test` (boxbisect.py) are
+ktest.pl's bisect with storm's verdict as its test.
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ import argparse
 import dataclasses
 import io
 import json
-import os
 import pathlib
 import shlex
 import subprocess
@@ -41,8 +38,7 @@ import tarfile
 import time
 from typing import Any, Sequence
 
-from . import (REPO, compare, dmesg, guest, kernels, ktest, options,
-               runfile, runs, storms, verdict)
+from . import REPO, dmesg, kernels, ktest, runfile, runs, storms
 
 STORM = REPO / "scripts" / "storm"
 LOGS = REPO / "build" / "box" / "log"
@@ -346,142 +342,6 @@ def check_design(p: argparse.ArgumentParser, args: argparse.Namespace,
                   args.timeout)
 
 
-def labels_for(kernels_: list[Kernel]) -> list[str]:
-    from .matrix import unique_labels
-    return unique_labels([k.release for k in kernels_])
-
-
-def measure(box: Box, sides: list[Kernel], labels: list[str],
-            design: Design, boots: int, results: pathlib.Path,
-            who: str) -> tuple[list[runs.Series], list[BootResult]]:
-    """Every kernel `boots` times, alternating, each boot after a
-    reboot; one series per kernel."""
-    for k in sides:
-        build_modules(k)
-    series = guest.new_series_id()
-    plan = guest.interleave([[(k, lb, i) for i in range(boots)]
-                       for k, lb in zip(sides, labels)])
-    done: list[BootResult] = []
-    t0 = time.monotonic()
-    for n, (k, lb, i) in enumerate(plan):
-        name = f"{lb} boot {i + 1}/{boots}"
-        print(f"{who}: {name} ({n + 1}/{len(plan)})", file=sys.stderr,
-              flush=True)
-        r = boot_and_run(box, k, design, label=lb, series=series,
-                         name=name, results=results.resolve(),
-                         logdir=LOGS / series / f"{n + 1:02d}-"
-                         f"{lb}-{i + 1}")
-        done.append(r)
-        print(f"{who}: {name}: {len(r.files)} runs; {r.seconds:.0f} s "
-              f"(ktest.pl's reboot and console {r.ktest_seconds:.0f} s); "
-              f"{time.monotonic() - t0:.0f} s so far", file=sys.stderr,
-              flush=True)
-    sets = []
-    for lb in labels:
-        files = [f for r in done if r.label == lb for f in r.files]
-        sets.append(runs.load_files(files, lb))
-    return sets, done
-
-
-def run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="storm box run",
-        description="Boot the box into KERNEL (ktest.pl) --boots times and "
-        "run the storm there each time; the run files land under "
-        "results/<release>/ here.")
-    add_design_options(p, boots=1)
-    p.add_argument("--kernel", required=True,
-                   help="6.1, 6.12, a built tree, or a release on the box")
-    options.add_storm_arguments(p)
-    return p
-
-
-def run_main(argv: list[str]) -> int:
-    p = run_parser()
-    args = p.parse_args(argv)
-    design = check_design(p, args, 1)
-    try:
-        box = Box.open(args.config, args.ktest)
-        k = resolve_kernel(args.kernel)
-        _, done = measure(box, [k], [k.release], design, args.boots,
-                          args.results, "storm box run")
-    except (BoxError, ktest.ConfigError, runs.RunError) as e:
-        print(f"storm box run: {e}", file=sys.stderr)
-        return 1
-    for r in done:
-        for f in r.files:
-            print(f)
-    return 0
-
-
-def matrix_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="storm box matrix",
-        description="Run the storm on the box under every --kernel, "
-        "--boots boots each, alternating kernels across reboots (ktest.pl "
-        "reboots the box before every boot); then compare them, the "
-        "first kernel the baseline, boots as the unit of replication.",
-        epilog="example: storm box matrix --config build/box/vm/box.conf "
-        "--kernel 6.1 --kernel 6.12 --boots 2 --runs 3 ipistorm "
-        "numipi=2000 single=1 wait=1 cpulist=0 offset=1")
-    add_design_options(p, boots=3)
-    p.add_argument("--kernel", action="append", required=True,
-                   help="6.1, 6.12, a built tree, or a release on the box; "
-                   "repeat (two or more)")
-    p.add_argument("--out", type=pathlib.Path,
-                   help="write the comparison here (default: the second "
-                   "kernel's series directory)")
-    compare.add_stat_options(p)
-    compare.add_view_options(p)
-    options.add_storm_arguments(p)
-    return p
-
-
-def matrix_main(argv: list[str]) -> int:
-    p = matrix_parser()
-    args = p.parse_args(argv)
-    design = check_design(p, args, 2)
-    compare.check_stat_options(p, args)
-    if len(args.kernel) < 2:
-        p.error("give two kernels or more (--kernel A --kernel B)")
-    try:
-        box = Box.open(args.config, args.ktest)
-        sides = [resolve_kernel(k) for k in args.kernel]
-    except (BoxError, ktest.ConfigError) as e:
-        print(f"storm box matrix: {e}", file=sys.stderr)
-        return 1
-    return measure_and_compare(box, sides, design, args, "storm box matrix")
-
-
-def measure_and_compare(box: Box, sides: list[Kernel], design: Design,
-                        args: argparse.Namespace, who: str) -> int:
-    """What matrix and ab share: every kernel's boots, then compare."""
-    started = time.monotonic()
-    try:
-        sets, done = measure(box, sides, labels_for(sides), design,
-                             args.boots, args.results, who)
-    except (BoxError, runs.RunError) as e:
-        print(f"{who}: {e}", file=sys.stderr)
-        return 1
-    measured = time.monotonic() - started
-    try:
-        results = compare.compare([[s] for s in sets],
-                                  compare.Settings.of(args))
-        compare.show(results, args.out,
-                     write=not getattr(args, "no_write", False),
-                     plot=not getattr(args, "no_plot", False))
-        status = compare.exit_status([r.comparison for r in results],
-                                     args.fail_above)
-    except (runs.RunError, verdict.CompareError) as e:
-        print(f"{who}: {e}", file=sys.stderr)
-        return 2
-    reboot = sum(r.ktest_seconds for r in done) / len(done)
-    print(f"{who}: {len(done)} boots in {measured:.0f} s, a boot "
-          f"{measured / len(done):.0f} s of which ktest.pl's reboot and "
-          f"console {reboot:.0f} s", file=sys.stderr)
-    return status
-
-
 SOURCES = REPO / "build" / "box" / "src"
 
 
@@ -524,48 +384,6 @@ def build_worktree(box: Box, tree: pathlib.Path, name: str, rev: str,
                                     outdir=src / WORKTREE_OUT)))
 
 
-def ab_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="storm box ab",
-        description="A patched kernel against its baseline on the box: "
-        "each checked out from --tree into build/box/src/ (your checkout "
-        "is left alone), built and installed by ktest.pl as storm box "
-        "build does, then storm box matrix of the two.",
-        epilog="example: storm box ab --config ~/mybox.conf --tree ~/linux "
-        "--base v6.1 --patch fix.patch ipistorm numipi=100000 single=1 "
-        "offset=8 cpulist=8 wait=1")
-    add_design_options(p, boots=3)
-    options.add_revision_options(p)
-    p.add_argument("--kconfig", type=pathlib.Path,
-                   help="the configuration both start from (default: the "
-                   "box's running kernel's)")
-    p.add_argument("--out", type=pathlib.Path,
-                   help="write the comparison here")
-    compare.add_stat_options(p)
-    compare.add_view_options(p)
-    options.add_storm_arguments(p)
-    return p
-
-
-def ab_main(argv: list[str]) -> int:
-    p = ab_parser()
-    args = p.parse_args(argv)
-    design = check_design(p, args, 2)
-    compare.check_stat_options(p, args)
-    options.check_revision_options(p, args)
-    try:
-        box = Box.open(args.config, args.ktest)
-        sides = [build_worktree(box, args.tree.resolve(), name, rev,
-                                patch, args.kconfig)
-                 for name, rev, patch in (
-                     ("base", args.base, None),
-                     ("patched", args.patched or args.base, args.patch))]
-    except (BoxError, ktest.ConfigError) as e:
-        print(f"storm box ab: {e}", file=sys.stderr)
-        return 1
-    return measure_and_compare(box, sides, design, args, "storm box ab")
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm box build",
@@ -574,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
         "configuration (--kconfig, else /boot/config-$(uname -r) read from "
         "the box) with configs/box.config forced on top (ADD_CONFIG: what "
         "the storms need); then the storms are built against it here. "
-        "Prints the tree to give storm box run/matrix as --kernel.")
+        "Prints the tree to give storm matrix --box as --kernel.")
     p.add_argument("--config", type=pathlib.Path, required=True,
                    help="the box's ktest.pl config")
     p.add_argument("--ktest", help="ktest.pl or a kernel tree holding it")

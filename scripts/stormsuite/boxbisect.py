@@ -5,7 +5,7 @@ storm's verdict as its test.
     storm box bisect-test --config BOX --kernel TREE --good SET --bad SET STORM
 
 `bisect` builds and installs the two endpoints (storm box build), boots
-each `--boots` times alternating (storm box matrix's measure), refuses
+each `--boots` times alternating (matrix.measure on the box), refuses
 when they do not differ, then hands ktest.pl a bisect (TEST_TYPE =
 bisect) of a worktree of LINUX: ktest.pl checks out each commit, builds
 it, installs it, boots it and runs `bisect-test` as its TEST, which runs
@@ -29,11 +29,11 @@ import sys
 import traceback
 from typing import Any
 
-from . import classify, ktest, options, runs
+from . import classify, guest, ktest, machines, matrix, options, runs
 from .box import (FRAGMENT, LOGS, STORM, WORKTREE_OUT, Box, BoxError,
                   Design, Kernel, add_design_options, box_kconfig,
                   build_modules, build_worktree, check_design, checkout,
-                  labels_for, measure, resolve_kernel, step, suite_identity)
+                  resolve_kernel, step, suite_identity)
 from .bisect_state import Reading
 from .git import git
 
@@ -49,7 +49,7 @@ BISECT_NAME = "bisect"
 def reference_boots(spec: str, storm: str, results: pathlib.Path
                     ) -> list[list[dict[str, Any]]]:
     """The boots (each its runs) of an endpoint's result set, from
-    storm box matrix or run."""
+    storm matrix --box."""
     sets = [s for s in runs.resolve(spec, results) if s.storm == storm]
     if len(sets) != 1:
         raise BoxError(f"{spec}: {len(sets)} {storm} series there, want one")
@@ -97,17 +97,17 @@ def bisect_test(box: Box, kernel: Kernel, design: Design, good: str,
     """One commit's boot (ktest.pl built, installed and booted it): the
     storm's runs there, then which endpoint they look like: EXIT_GOOD,
     EXIT_BAD, or EXIT_UNDECIDED when the boot does not decide."""
-    from .guest import new_series_id
     good_boots = reference_boots(good, design.storm, results)
     bad_boots = reference_boots(bad, design.storm, results)
     build_modules(kernel)
-    logdir = LOGS / "bisect" / new_series_id()
+    logdir = LOGS / "bisect" / guest.new_series_id()
     logdir.mkdir(parents=True)
     done = step({
         "ssh": box.ssh, "box_dir": box.dir, "release": kernel.release,
         "storm": design.storm, "params": list(design.params),
         "runs": design.runs, "warmup": design.warmup,
-        "label": f"bisect-{kernel.release}", "series": new_series_id(),
+        "label": f"bisect-{kernel.release}",
+        "series": guest.new_series_id(),
         "name": f"bisect {kernel.release}", "results": str(results),
         "out": str(logdir / "step-result.json"), "env": suite_identity()})
     docs = [runs.load_run(pathlib.Path(f)) for f in done["files"]]
@@ -124,7 +124,7 @@ def bisect_test_parser() -> argparse.ArgumentParser:
         description="ktest.pl's TEST in a bisect on the box (TEST_TYPE = "
         "bisect, BISECT_TYPE = test): run the storm on the kernel the box "
         "booted, then say which endpoint its runs look like against the "
-        "endpoints' boots measured before (storm box matrix of the good "
+        "endpoints' boots measured before (storm matrix --box of the good "
         "and the bad kernel): exit 0 good, 1 bad, 125 when this boot does "
         "not decide or the storm could not run (storm box bisect has "
         "ktest.pl stop there: BISECT_RET_ABORT = 125). storm box bisect "
@@ -300,30 +300,45 @@ def subject(tree: pathlib.Path, sha: str) -> str:
 
 
 def bisect_main(argv: list[str]) -> int:
-    who = "storm box bisect"
     p = bisect_parser()
     args = p.parse_args(argv)
     design = check_design(p, args, 2)
-    from .guest import new_series_id
-    logdir = LOGS / f"bisect-{new_series_id()}"
-    results = args.results.resolve()
+    return bisect_box(args.config, args.ktest, args.tree, args.good,
+                      args.bad, args.kconfig, design, args.boots,
+                      args.metric, args.results, "storm box bisect")
+
+
+def bisect_box(config: pathlib.Path, ktest_pl: str | None,
+               tree: pathlib.Path, good_rev: str, bad_rev: str,
+               kconfig: pathlib.Path | None, design: Design, boots: int,
+               metric: str, results: pathlib.Path, who: str) -> int:
+    """ktest.pl's bisect of good_rev..bad_rev on the box: the endpoints
+    built, installed and booted (refused unless they differ), then every
+    commit judged by bisect-test against them."""
+    logdir = LOGS / f"bisect-{guest.new_series_id()}"
+    results = results.resolve()
     try:
-        box = Box.open(args.config, args.ktest)
-        tree = args.tree.resolve()
-        good, bad = check_revisions(tree, args.good, args.bad)
+        machine = machines.Box(config, ktest_pl)
+        box = machine.box
+        tree = tree.resolve()
+        good, bad = check_revisions(tree, good_rev, bad_rev)
         logdir.mkdir(parents=True)
-        kconfig = (args.kconfig or box_kconfig(box, logdir)).resolve()
-        sides = []
+        kconfig = (kconfig or box_kconfig(box, logdir)).resolve()
+        built = []
         for name, sha in (("good", good), ("bad", bad)):
             print(f"{who}: building {name} ({sha[:12]})", file=sys.stderr,
                   flush=True)
-            sides.append(build_worktree(box, tree, name, sha, None,
+            built.append(build_worktree(box, tree, name, sha, None,
                                         kconfig))
-        labels = labels_for(sides)
-        sets, _ = measure(box, sides, labels, design, args.boots, results,
-                          who)
+        labels = matrix.unique_labels([k.release for k in built])
+        sets, _, _ = matrix.measure(
+            [matrix.Side(k.spec, "", lb) for k, lb in zip(built, labels)],
+            matrix.Design(design.storm, design.params, boots=boots,
+                          runs=design.runs, warmup=design.warmup,
+                          timeout=design.timeout, jobs=1),
+            results, machine)
         differ, what = endpoints_differ(sets[0].boots, sets[1].boots,
-                                        design.storm, args.metric)
+                                        design.storm, metric)
         print(f"{who}: endpoints {what}", file=sys.stderr, flush=True)
         if not differ:
             print(f"{who}: the endpoints do not differ: nothing to bisect "
@@ -335,8 +350,9 @@ def bisect_main(argv: list[str]) -> int:
         src = checkout(tree, BISECT_NAME, bad, None)
         (src / WORKTREE_OUT).mkdir()
         run = bisect_run(box, src, good, bad, specs, kconfig, design,
-                         args.metric, results)
-    except (BoxError, ktest.ConfigError, runs.RunError) as e:
+                         metric, results)
+    except (machines.MachineError, BoxError, ktest.ConfigError,
+            runs.RunError) as e:
         print(f"{who}: {e}", file=sys.stderr)
         return 1
     conf = logdir / "ktest.conf"

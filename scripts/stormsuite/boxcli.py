@@ -1,6 +1,7 @@
 """`storm box COMMAND`: which module does each of the box's commands
-(box.py: run, matrix, ab, build; boxbisect.py: bisect, bisect-test;
-boximage.py: image; boxvm.py: vm)."""
+(box.py: build; boxbisect.py: bisect, bisect-test; boximage.py: image;
+boxvm.py: vm). A box's matrix and ab are storm matrix and storm ab with
+--box (machines.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from . import box, boxbisect, boximage, boxvm
 
 def parser(command: str) -> argparse.ArgumentParser:
     """The parser of `storm box COMMAND` (ValueError: no such command)."""
-    parsers = {"run": box.run_parser, "matrix": box.matrix_parser,
-               "ab": box.ab_parser, "build": box.build_parser,
+    parsers = {"build": box.build_parser,
                "bisect": boxbisect.bisect_parser,
                "bisect-test": boxbisect.bisect_test_parser}
     if command == "image":
@@ -31,8 +31,11 @@ def parser(command: str) -> argparse.ArgumentParser:
     return parsers[command]()
 
 
-COMMANDS = ("run", "matrix", "ab", "build", "bisect", "bisect-test",
-            "image", "vm")
+COMMANDS = ("build", "bisect", "bisect-test", "image", "vm")
+# the box's designs, now the guests' with --box
+MOVED = {"run": "storm matrix --box CONFIG --kernel K --boots N STORM ...",
+         "matrix": "storm matrix --box CONFIG --kernel A --kernel B ...",
+         "ab": "storm ab --box CONFIG --tree LINUX --base REV ..."}
 
 
 def usage() -> str:
@@ -46,8 +49,7 @@ def usage() -> str:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"run": box.run_main, "matrix": box.matrix_main,
-                "ab": box.ab_main, "build": box.build_main,
+    commands = {"build": box.build_main,
                 "bisect": boxbisect.bisect_main,
                 "bisect-test": boxbisect.bisect_test_main}
     if not argv or argv[0] in ("-h", "--help"):
@@ -57,6 +59,11 @@ def main(argv: list[str]) -> int:
         return boximage.main(argv[1:])
     if argv[0] == "vm":
         return boxvm.main(argv[1:])
+    if argv[0] in MOVED:
+        print(f"storm box {argv[0]}: use {MOVED[argv[0]]} (the same "
+              "options, the box's ktest.pl config given as --box; "
+              "docs/box.md)", file=sys.stderr)
+        return 2
     if argv[0] not in commands:
         print(f"storm box: unknown command {argv[0]!r} "
               f"({', '.join(COMMANDS)})", file=sys.stderr)

@@ -24,9 +24,9 @@ SUBCOMMANDS = {
                   "instructions from A/A boots, for one-boot verdicts"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
     "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
-    "box": ("boxcli", "a test box over ssh, driven by ktest.pl: run, matrix, "
-            "ab, build, bisect, bisect-test; image: its test VM's disk, "
-            "vm: its test VM"),
+    "box": ("boxcli", "a test box over ssh, driven by ktest.pl: build, "
+            "bisect, bisect-test; image: its test VM's disk, vm: its test "
+            "VM (matrix, ab, bisect --box: the designs on a box)"),
 }
 # storm kernel WHAT: the second word names the module
 KERNEL = {

@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import os
 import pathlib
 import re
 import sys
 import time
 from typing import Any
 
-from . import compare, guest, kernels, options, runs, verdict
+from . import compare, guest, machines, options, runs, verdict
 
 
 def label_for(release: str, append: str, vary: str = "") -> str:
@@ -112,31 +111,31 @@ class Design:
         return cls(**fields)
 
 
-def measure(sides: list[Side], design: Design, results: pathlib.Path
+def measure(sides: list[Side], design: Design, results: pathlib.Path,
+            machine: machines.Machine | None = None
             ) -> tuple[list[runs.Series], float, str]:
-    """Boot every side design.boots times, interleaved; one series per
-    side, the seconds it took, and where a guest's time went."""
+    """Boot every side design.boots times, interleaved, on the machine
+    (QEMU guests unless given); one series per side, the seconds it
+    took, and where a boot's time went."""
+    machine = machine or machines.Guests()
     series = guest.new_series_id()
-    for s in sides:
-        guest.build_modules(s.kernel)
-    plan = [[guest.Boot(guest.Guest(s.kernel, s.append,
-                                    s.cpus or design.cpus, design.memory,
-                                    design.timeout, no_build=True,
-                                    insn=design.insn, accel=design.accel),
-                        s.label, series,
-                        f"{s.label} boot {i + 1}/{design.boots}",
-                        (guest.Step(design.storm,
-                                    tuple(design.params) + s.params),))
-             for i in range(design.boots)] for s in sides]
+    plan = guest.interleave([[machines.Planned(
+        s.kernel, s.append, s.cpus, s.label,
+        f"{s.label} boot {i + 1}/{design.boots}", design.storm,
+        tuple(design.params) + s.params) for i in range(design.boots)]
+        for s in sides])
+    setup = machines.Setup(runs=design.runs, warmup=design.warmup,
+                           timeout=design.timeout, cpus=design.cpus,
+                           memory=design.memory, jobs=design.jobs,
+                           extra=design.extra, insn=design.insn,
+                           accel=design.accel)
     t0 = time.monotonic()
-    done = guest.run_boots(guest.interleave(plan), runs=design.runs,
-                           warmup=design.warmup, results=results,
-                           jobs=design.jobs, extra=design.extra)
+    done = machine.boot(plan, setup, series, results)
     by_label: dict[str, list[pathlib.Path]] = {}
     for d in done:
-        by_label.setdefault(d.boot.label, []).extend(d.files)
+        by_label.setdefault(d.planned.label, []).extend(d.files)
     return [runs.load_files(by_label[s.label], s.label) for s in sides], \
-        time.monotonic() - t0, guest.breakdown(done)
+        time.monotonic() - t0, machine.breakdown(done)
 
 
 def print_plan(what: str, nsides: int, args: argparse.Namespace,
@@ -154,14 +153,17 @@ def print_plan(what: str, nsides: int, args: argparse.Namespace,
 
 def measure_and_compare(sides: list[Side], args: argparse.Namespace,
                         who: str, builds: str = "",
-                        build_seconds: float = 0.0) -> int:
-    """What matrix and ab share: measure every side, compare, report
-    where the time went (BUILDS: what the builds took, said by ab)."""
+                        build_seconds: float = 0.0,
+                        machine: machines.Machine | None = None) -> int:
+    """What matrix and ab share: measure every side on the machine,
+    compare, report where the time went (BUILDS: what the builds took,
+    said by ab)."""
+    machine = machine or machines.Guests()
     started = time.monotonic()
     try:
         sets, measured, guests = measure(sides, Design.of(args),
-                                         args.results.resolve())
-    except guest.GuestError as e:
+                                         args.results.resolve(), machine)
+    except (machines.MachineError, runs.RunError) as e:
         print(f"{who}: {e}", file=sys.stderr)
         return 1
     status = 0
@@ -181,7 +183,9 @@ def measure_and_compare(sides: list[Side], args: argparse.Namespace,
     print(f"{who}: " + (f"builds {build_seconds:.0f} s ({builds}), "
                         if builds else "")
           + f"boots and runs {measured:.0f} s ({len(sides) * args.boots} "
-          f"guests, {args.jobs} at a time; {guests}), compare "
+          f"{machine.what}"
+          + (f", {args.jobs} at a time" if machine.what == "guests" else "")
+          + f"; {guests}), compare "
           f"{time.monotonic() - t0:.0f} s; total {total:.0f} s",
           file=sys.stderr)
     return status
@@ -212,6 +216,7 @@ def parser() -> argparse.ArgumentParser:
                    "and boot arguments (e.g. handler_ns=0,250: what the "
                    "parameter costs); the first value is the baseline")
     options.add_guest_options(p, "combination")
+    options.add_box_options(p)
     p.add_argument("--trace", action="store_true",
                    help="also one trace-cmd run per boot (kept apart from "
                    "the statistics)")
@@ -246,12 +251,20 @@ def main(argv: list[str]) -> int:
         # compare takes sets that differ in this parameter only
         args.vary_params = (name,)
 
+    if args.box and any(appends):
+        p.error("--append: a box boots with its ktest.pl config's command "
+                "line (--box)")
+    try:
+        machine = machines.of_args(args)
+    except machines.MachineError as e:
+        print(f"storm matrix: {e}", file=sys.stderr)
+        return 1
     combos = []
     for spec, append, vary in itertools.product(kernel_specs, appends,
                                                 varied):
         try:
-            release = kernels.resolve(spec).release
-        except kernels.KernelNotFound as e:
+            release = machine.release(spec)
+        except machines.MachineError as e:
             print(f"storm matrix: {e}", file=sys.stderr)
             return 2
         combos.append((spec, append, vary, label_for(release, append, vary)))
@@ -262,4 +275,4 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         print_plan("storm matrix", len(sides), args)
         return 0
-    return measure_and_compare(sides, args, "storm matrix")
+    return measure_and_compare(sides, args, "storm matrix", machine=machine)

@@ -100,6 +100,18 @@ def counted(args: argparse.Namespace) -> bool:
         getattr(args, "accel", None) in (None, "tcg")
 
 
+def add_box_options(p: argparse.ArgumentParser) -> None:
+    """--box: the boots happen on a test box that ktest.pl reboots, one
+    at a time, instead of in guests (machines.py, docs/box.md)."""
+    p.add_argument("--box", type=pathlib.Path, metavar="CONFIG",
+                   help="boot a test box instead of guests: its ktest.pl "
+                   "config (configs/box/box.conf is the template; storm box "
+                   "vm start prints the test VM's); one boot at a time")
+    p.add_argument("--ktest", help="with --box: ktest.pl, or the kernel "
+                   "tree holding it (default: $STORM_KTEST, else "
+                   "build/linux-source-6.1 from storm kernel source)")
+
+
 def add_storm_arguments(p: argparse.ArgumentParser) -> None:
     """The storm and its module parameters, last on every command line."""
     p.add_argument("storm", help=", ".join(storms.NAMES))

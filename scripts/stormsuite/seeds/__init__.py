@@ -97,10 +97,11 @@ def main(argv: list[str]) -> int:
         print(f"{who}: {seed.plan(args)}")
         print(f"{who}: {estimate(seed, args)}")
         return 0
-    from .. import guest, kbuild, linux_source, source, verdict
+    from .. import guest, kbuild, linux_source, machines, source, verdict
     try:
         return seed.run(args, who)
-    except (guest.GuestError, kbuild.BuildError, source.SourceError,
+    except (guest.GuestError, machines.MachineError, kbuild.BuildError,
+            source.SourceError,
             linux_source.SourceTreeError, verdict.CompareError) as e:
         # the run files written so far stay under results/seeds/
         print(f"{who}: {e}", file=sys.stderr)
