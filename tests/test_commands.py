@@ -241,6 +241,20 @@ def test_bisect_dry_run(capsys, tree):
     assert second.startswith("storm bisect: endpoints 3 to 20 boots each")
 
 
+def test_bisect_dry_run_of_failures_says_no_statistics(capsys, tree):
+    """--metric failures: every kernel its --boots boots once, no odds,
+    no endpoint rounds."""
+    rc, out, err = storm(capsys, "bisect", "--tree", tree, "--good", "v1",
+                         "--bad", "HEAD", "--dry-run", "--metric",
+                         "failures", "--boots", "2", "ipistorm",
+                         "numipi=100")
+    assert rc == 0, err
+    second = out.splitlines()[1]
+    assert second.startswith("storm bisect: --metric failures, no "
+                             "statistics: every kernel 2 boots once")
+    assert "endpoints 2 to" not in out and "odds" not in out
+
+
 def test_bisect_dry_run_counts_the_commits(capsys, tree):
     ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
     for i in range(14):

@@ -664,6 +664,21 @@ def plan(args: argparse.Namespace, tree: pathlib.Path, good: str,
     commits = int(git(tree, "rev-list", "--count", f"{good}..{bad}"))
     # git bisect halves the commits left each step, down to the first bad
     steps = max(commits - 1, 0).bit_length()
+    if args.metric == FAILURES:
+        # no odds: every commit gets its --boots boots once, and decides
+        return (f"storm bisect: {commits} commits from {short(good)} to "
+                f"{short(bad)}: about {steps} steps, {steps + 3} kernel "
+                "builds (the endpoints, a build a step, the first bad's "
+                "parent)\n"
+                f"storm bisect: --metric {FAILURES}, no statistics: every "
+                f"kernel {args.boots} boots once, bad if any of its "
+                f"{args.boots} x {args.runs} runs failed the storm's "
+                "checks, good if none did (the good endpoint must have "
+                "none, the bad one some); then the first bad's parent "
+                f"again. About {est(2 * args.boots, per, args.jobs) / 60:.0f}"
+                f" min for the endpoints and "
+                f"{est(args.boots, per, args.jobs) / 60:.0f} min a step, "
+                "plus the builds (a few minutes each with a warm ccache)")
     return (f"storm bisect: {commits} commits from {short(good)} to "
             f"{short(bad)}: about {steps} steps, {steps + 3} kernel builds "
             "(the endpoints, a build a step, the first bad's parent)\n"
