@@ -4,6 +4,7 @@ nothing to a box), the order of boots, the box templates."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -430,6 +431,59 @@ def test_step_fails_on_a_splat_or_another_kernel(local_box):
         box.step(state)
     with pytest.raises(box.BoxError, match="not 9.9-other"):
         box.step(dict(state, release="9.9-other"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="storm run runs as root")
+def test_step_keeps_runs_whose_checks_failed(local_box, tmp_path):
+    """A kernel that fails the storm's checks: storm run exits 3 with
+    its runs written (and their failures), the box's dmesg has the
+    check's report; the step brings the runs back. Any other problem in
+    the log still fails the boot."""
+    state, dmesg_file, _ = local_box
+    failed = tmp_path / "failed.result"
+    failed.write_text(
+        (REPO / "tests" / "data" / "ipistorm-6.1-single.result").read_text()
+        .replace("status: done\n", "status: failed\nfailures: 1\n"))
+    state = dict(state, env=dict(state["env"], FAKE_RESULT=str(failed)))
+    dmesg_file.write_text("[   1.0] ipistorm: check failed: CPU 1 handled "
+                          "999 calls, 1000 were sent to it\n")
+    done = box.step(state)
+    assert done["checks_failed"] and len(done["files"]) == 2
+    for f in done["files"]:
+        assert runs.failures_of(runs.load_run(pathlib.Path(f))) == 1
+    dmesg_file.write_text(dmesg_file.read_text()
+                          + "[   1.1] WARNING: CPU: 1 PID: 7 at x\n")
+    with pytest.raises(box.BoxError, match="kernel problem: .*WARNING"):
+        box.step(state)
+
+
+def failed_boot(boot: list[dict], failures: int) -> list[dict]:
+    """A boot's runs as if the storm's checks had failed in the first."""
+    out = json.loads(json.dumps(boot))
+    if failures:
+        out[0]["result"]["failures"] = failures
+        out[0]["result"]["status"] = "failed"
+    return out
+
+
+def test_bisect_on_failures_decides_without_statistics():
+    """--metric failures on the box: a boot with any failed run is bad,
+    one without good; the endpoints differ when good has none and bad
+    some."""
+    sides = [runs.resolve(str(d))[0].boots for d in sorted(AB_000.iterdir())
+             if d.is_dir()]
+    good = [failed_boot(b, 0) for b in sides[0][:2]]
+    bad = [failed_boot(b, 2) for b in sides[0][:2]]
+    for boot, want in ((failed_boot(sides[0][2], 0), "good"),
+                       (failed_boot(sides[0][2], 1), "bad")):
+        v, metric = boxbisect.decide(boot, good, bad, "ipistorm",
+                                     "failures")
+        assert v.decision == want and metric == "failures"
+    differ, what = boxbisect.endpoints_differ(good, bad, "ipistorm",
+                                              "failures")
+    assert differ and what.startswith("failures: good 0 failures")
+    assert not boxbisect.endpoints_differ(good, good, "ipistorm",
+                                          "failures")[0]
 
 
 AB_000 = REPO / "tests" / "data" / "boots" / "ab-seed-000"

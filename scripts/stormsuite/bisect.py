@@ -61,7 +61,8 @@ import numpy as np
 
 from . import (box, boxbisect, classify, compare, guest, kbuild, matrix,
                options, runs, source, stats, storms, verdict)
-from .bisect_state import FAILURES, BisectState, Reading
+from .bisect_state import (FAILURES, BisectState, Reading, failures_differ,
+                           failures_verdict)
 from .git import git
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
@@ -334,15 +335,6 @@ def step(state_file: pathlib.Path) -> int:
     return code
 
 
-def failures_verdict(boot_failures: list[float]) -> classify.Verdict:
-    """--metric failures: bad if any boot's runs failed the storm's
-    checks, good if none did; certain either way (the odds are 0 or
-    infinite, the position 1 or 0)."""
-    if any(n > 0 for n in boot_failures):
-        return classify.Verdict(classify.BAD, 0.0, 1.0)
-    return classify.Verdict(classify.GOOD, float("inf"), 0.0)
-
-
 def failures_line(good: list[float], bad: list[float],
                   state: BisectState) -> str:
     """The endpoints (or the parent and the first bad commit) on
@@ -350,11 +342,6 @@ def failures_line(good: list[float], bad: list[float],
     describe = state.reading.describe
     return (f"failures: good {describe(good)}, bad {describe(bad)} "
             f"({state.runs} runs a boot)")
-
-
-def failures_differ(good: list[float], bad: list[float]) -> bool:
-    """The endpoints of a failures bisect: none at good, some at bad."""
-    return not any(n > 0 for n in good) and any(n > 0 for n in bad)
 
 
 def endpoints_line(state: BisectState) -> str:

@@ -303,3 +303,17 @@ class BisectState:
             [classify.to_scale(g, log) for g in self.levels["good"]],
             [classify.to_scale(g, log) for g in self.levels["bad"]],
             min_spread=self.reading.min_spread)
+
+
+def failures_verdict(boot_failures: list[float]) -> classify.Verdict:
+    """--metric failures: bad if any boot's runs failed the storm's
+    checks, good if none did; certain either way (the odds are 0 or
+    infinite, the position 1 or 0)."""
+    if any(n > 0 for n in boot_failures):
+        return classify.Verdict(classify.BAD, 0.0, 1.0)
+    return classify.Verdict(classify.GOOD, float("inf"), 0.0)
+
+
+def failures_differ(good: list[float], bad: list[float]) -> bool:
+    """The endpoints of a failures bisect: none at good, some at bad."""
+    return not any(n > 0 for n in good) and any(n > 0 for n in bad)

@@ -34,7 +34,7 @@ from .box import (FRAGMENT, LOGS, STORM, WORKTREE_OUT, Box, BoxError,
                   Design, Kernel, add_design_options, box_kconfig,
                   build_modules, build_worktree, check_design, checkout,
                   resolve_kernel, step, suite_identity)
-from .bisect_state import Reading
+from .bisect_state import Reading, failures_differ, failures_verdict
 from .git import git
 
 # bisect-test's answers; undecided is git bisect run's "skip", and ktest.pl
@@ -62,6 +62,9 @@ def decide(boot: list[dict[str, Any]], good: list[list[dict[str, Any]]],
     bisect asks it): a classify.Verdict, and the metric's name."""
     reading = Reading(storm=storm, asked=metric)
     samples = reading.samples(boot)
+    if reading.deterministic:
+        # --metric failures: the boot's runs decide, no levels
+        return failures_verdict([sum(samples)]), reading.name
     if reading.kind == "insn":
         # the ticks' slope, fitted within the endpoints' boots
         reading.fit_boots(good + bad)
@@ -87,6 +90,10 @@ def endpoints_differ(good: list[list[dict[str, Any]]],
     reading = Reading(storm=storm, asked=metric)
     numbers = reading.boot_numbers(good + bad)
     gb, bb = numbers[:len(good)], numbers[len(good):]
+    if reading.deterministic:
+        return failures_differ(gb, bb), (
+            f"{reading.name}: good {reading.describe(gb)}, bad "
+            f"{reading.describe(bb)}")
     differ, p = classify.endpoints_differ(gb, bb, log=reading.log_scale)
     return differ, (f"{reading.name}: good {reading.describe(gb)}, bad "
                     f"{reading.describe(bb)} (p={p:.3g})")
