@@ -26,6 +26,7 @@ class Planned:
     append: str                 # boot arguments (guests only)
     cpus: int                   # 0: the design's (guests only)
     label: str                  # results/<label>/...
+    boot: int                   # the side's boot, from 1
     name: str                   # for progress lines: "<label> boot 2/3"
     storm: str
     params: tuple[str, ...]
@@ -151,7 +152,8 @@ class Box:
                                setup.timeout),
                     label=p.label, series=series, name=p.name,
                     results=results.resolve(),
-                    logdir=box.LOGS / series / f"{n + 1:02d}-{p.label}")
+                    logdir=box.LOGS / series /
+                    f"{n + 1:02d}-{p.label}-{p.boot}")
                 out.append(Booted(p, r.files, r.seconds))
                 self._reboot.append(r.ktest_seconds)
                 print(f"storm: {p.name}: {len(r.files)} runs; "

@@ -120,7 +120,7 @@ def measure(sides: list[Side], design: Design, results: pathlib.Path,
     machine = machine or machines.Guests()
     series = guest.new_series_id()
     plan = guest.interleave([[machines.Planned(
-        s.kernel, s.append, s.cpus, s.label,
+        s.kernel, s.append, s.cpus, s.label, i + 1,
         f"{s.label} boot {i + 1}/{design.boots}", design.storm,
         tuple(design.params) + s.params) for i in range(design.boots)]
         for s in sides])
