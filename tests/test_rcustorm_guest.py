@@ -2,11 +2,15 @@
 
 The cases run in tests/guest/check-rcustorm.sh, in the full boot of each
 kernel. Under single-threaded TCG a busy CPU is never in a quiescent
-state when an expedited grace period looks at it and an idle one always
-is, so the counts are exact: one call-function IPI per grace period to
-each busy CPU, none to an idle one (but the guest's stray few), and the
-caller's CPU at most one (the wakeup of the caller, queued to its idle
-CPU by an IPI).
+state when an expedited grace period looks at it, so each busy CPU takes
+exactly one call-function IPI per grace period (the guest's stray few
+aside). The other CPUs take no such request, only the grace-period
+machinery's own wakeups, each an IPI to an idle CPU through the wakelist:
+of the caller when its grace period ends, and of the expedited-GP
+kthread workers (rcu_exp_gp_kworker, and rcu_exp_par_gp_kworker where the
+kernel has it) that drive it: at most WAKEUPS a grace period, on whichever
+idle CPUs those threads last slept (6.1 in a fresh boot: none; 6.12 in
+the full boot: 2 a grace period on CPU 3 and 1 on the caller's).
 """
 
 from __future__ import annotations
@@ -42,8 +46,18 @@ def typed(case) -> dict:
     return runfile.result_section(case.file("result"))
 
 
+# a grace period's own wakeups off the busy CPUs: the caller's and two
+# kthread workers'
+WAKEUPS = 3
+
+
 def cal(res: dict[str, str], cpu: int) -> int:
     return int(res[f"irq.{cpu}.CAL"])
+
+
+def off_busy(res: dict[str, str], busy: set[int]) -> int:
+    """CAL over the window on the CPUs not kept busy."""
+    return sum(cal(res, cpu) for cpu in range(4) if cpu not in busy)
 
 
 def test_expedited_interrupts_each_busy_cpu_once_per_grace_period(guest):
@@ -52,8 +66,8 @@ def test_expedited_interrupts_each_busy_cpu_once_per_grace_period(guest):
     assert gps == 200
     for cpu in (1, 2):
         assert gps <= cal(res, cpu) <= gps + STRAY_CAL, (cpu, res)
-    assert cal(res, 3) <= STRAY_CAL, res
-    assert cal(res, 0) <= gps + STRAY_CAL, res
+    # the idle CPU and the caller's: wakeups only
+    assert off_busy(res, {1, 2}) <= WAKEUPS * gps + STRAY_CAL, res
     assert int(res["busy.CAL"]) == cal(res, 1) + cal(res, 2)
     hist = result.histogram(res, "latency")
     assert hist.count == gps
@@ -61,15 +75,19 @@ def test_expedited_interrupts_each_busy_cpu_once_per_grace_period(guest):
     rows = {m.name: v for m, v in metrics.primary_of_run(
         "rcustorm", typed(guest.case("rcu_exp_busy"))).items()}
     assert set(rows) == {"rcustorm.time_per_gp_ns", "rcustorm.ipis_per_gp"}
-    # two busy CPUs, and at most the caller's wakeup
-    assert 2 <= rows["rcustorm.ipis_per_gp"] <= 3 + 3 * STRAY_CAL / gps
+    # two busy CPUs, and the wakeups
+    assert 2 <= rows["rcustorm.ipis_per_gp"] \
+        <= 2 + WAKEUPS + 4 * STRAY_CAL / gps
 
 
-def test_expedited_interrupts_no_idle_cpu(guest):
+def test_expedited_without_busy_cpus_sends_only_its_wakeups(guest):
     res = ok(guest.case("rcu_exp_idle"))
-    assert res["gps"] == "200"
+    gps = int(res["gps"])
+    assert gps == 200
     assert "busy.CAL" in res and res["param.busy"] == ""
-    assert all(cal(res, cpu) <= STRAY_CAL for cpu in range(4)), res
+    assert off_busy(res, set()) <= WAKEUPS * gps + STRAY_CAL, res
+    # no CPU took a request a grace period: at most its wakeups there
+    assert all(cal(res, cpu) <= 2 * gps + STRAY_CAL for cpu in range(4))
 
 
 def test_normal_grace_periods_leave_busy_cpus_alone(guest):
@@ -98,7 +116,11 @@ def test_a_section_across_a_grace_period_fails_the_storm(guest):
 
 def test_timed_storm_without_timing(guest):
     res = ok(guest.case("rcu_timed"))
-    assert int(res["runtime_ns"]) >= 10**9
+    # timeout=1: a deadline in jiffies, up to a tick (10 ms at the
+    # coarsest HZ) short of a second
+    assert int(res["runtime_ns"]) >= 10**9 - 10**7
+    busy = int(res["gps"])
+    assert busy <= cal(res, 1) <= busy + STRAY_CAL, res
     assert int(res["gps"]) > 0 and "latency.count" not in res
     rows = {m.name for m in metrics.primary_of_run(
         "rcustorm", typed(guest.case("rcu_timed")))}
