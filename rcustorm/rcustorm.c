@@ -237,6 +237,16 @@ static int rcustorm_check_busy(void)
 	return 0;
 }
 
+/* inject_miscount=1 fails the readers' check: without readers, nothing */
+static int rcustorm_check_inject(void)
+{
+	if (inject_miscount && cpumask_empty(busy_mask)) {
+		pr_err("inject_miscount=1 needs busy=: it fails the readers' check, and there are no readers\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int rcustorm_check_params(void)
 {
 	if (mode && sysfs_streq(mode, "expedited")) {
@@ -254,7 +264,7 @@ static int rcustorm_check_params(void)
 	       storm_check_range("numgp", numgp, STORM_MAX_COUNT) ?:
 	       storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
 	       storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
-	       rcustorm_check_busy();
+	       rcustorm_check_busy() ?: rcustorm_check_inject();
 }
 
 static u64 rcustorm_total_gps(void)

@@ -148,6 +148,8 @@ def test_rmmod_and_signal_stop_the_storm(guest):
     ("rcu_bad_unbounded", "timeout"),
     ("rcu_bad_timeout_huge", "timeout"),
     ("rcu_bad_delay_huge", "delay"),
+    ("rcu_bad_inject_idle", "inject_miscount=1 needs busy=: it fails the "
+     "readers' check, and there are no readers"),
 ])
 def test_bad_parameters_are_refused(guest_once, name, reason):
     assert_refused(guest_once.case(name), reason)

@@ -28,4 +28,5 @@ if once; then
 	storm_quick_case rcu_bad_unbounded rcustorm numgp=0 timeout=0
 	storm_quick_case rcu_bad_timeout_huge rcustorm numgp=10 timeout=604801
 	storm_quick_case rcu_bad_delay_huge rcustorm numgp=10 delay=1000001
+	storm_quick_case rcu_bad_inject_idle rcustorm numgp=10 inject_miscount=1
 fi
