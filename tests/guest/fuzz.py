@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import random
 import re
 import signal
@@ -33,7 +34,7 @@ import time
 # the registry of storms (its module needs nothing but the standard library)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "scripts"))
-from stormsuite import storms  # noqa: E402
+from stormsuite import modparams, storms  # noqa: E402
 
 # Lines that show a kernel problem (the host's stormsuite.dmesg is the
 # reference; the guest may not have the suite's Python path).
@@ -112,19 +113,16 @@ def module_params(ko: str, storm: str) -> dict[str, tuple[str, str]]:
     entry = storms.STORMS[storm]
     example = dict(p.split("=", 1) for p in entry.example.split())
     out = {}
-    listed = subprocess.run(["modinfo", "-p", f"{ko}/{storm}.ko"],
-                            capture_output=True, text=True).stdout
-    for line in listed.splitlines():
-        name, _, rest = line.partition(":")
-        m = re.search(r"\(default ([^;) ]*)", rest)
-        default = m.group(1) if m else "0"
+    for prm in modparams.of_module(pathlib.Path(ko, f"{storm}.ko")):
+        name = prm.name
+        default = (prm.default or "0").split()[0]
         if name in SHARED:
             out[name] = SHARED[name]
             continue
-        if rest.endswith("(bool)"):
+        if prm.type == "bool":
             kind = "bool"
-        elif rest.endswith("(charp)"):
-            kind = "cpus" if "CPU" in rest else "mode"
+        elif prm.type == "charp":
+            kind = "cpus" if "CPU" in prm.description else "mode"
         elif name == "timeout":
             kind, default = "secs", "2"
         elif name == entry.count_param:
