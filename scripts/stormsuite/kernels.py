@@ -14,7 +14,7 @@ import dataclasses
 import pathlib
 import re
 
-from . import REPO, linux_source
+from . import REPO, arm64, linux_source
 
 BOOT = pathlib.Path("/boot")
 MODULES = pathlib.Path("/lib/modules")
@@ -38,6 +38,7 @@ class Kernel:
     release: str               # what `uname -r` says in the guest
     kdir: pathlib.Path | None  # headers or build tree to build modules against
     tree: pathlib.Path | None = None  # a built source tree, if that is what it is
+    arch: str = "x86_64"       # the guest's: x86_64 or arm64
 
 
 def _version_key(release: str) -> list[tuple[int, str]]:
@@ -70,11 +71,34 @@ def installed_series(boot: pathlib.Path = BOOT) -> dict[str, list[str]]:
     return series
 
 
+def resolve_arm64(spec: str) -> Kernel:
+    """An arm64 kernel: Debian's 6.1 or 6.12 for arm64 (arm64.py fetches
+    them on first use), booted in an emulated arm64 guest."""
+    if spec not in arm64.META:
+        raise KernelNotFound(
+            f"--arch arm64 --kernel {spec}: Debian's arm64 kernels are "
+            f"{', '.join(arm64.META)}")
+    try:
+        arm64.ensure()
+    except arm64.Arm64Error as e:
+        raise KernelNotFound(f"arm64: {e}") from e
+    release = arm64.releases().get(spec)
+    if not release:
+        raise KernelNotFound(f"no arm64 {spec} kernel in {arm64.ROOT}: "
+                             "storm arm64 fetch")
+    return Kernel(image=arm64.ROOT / "boot" / f"vmlinuz-{release}",
+                  release=release, kdir=arm64.headers(release),
+                  arch="arm64")
+
+
 def resolve(spec: str, boot: pathlib.Path = BOOT,
             modules: pathlib.Path = MODULES,
-            series_root: pathlib.Path = SERIES_BUILDS) -> Kernel:
+            series_root: pathlib.Path = SERIES_BUILDS,
+            arch: str = "x86_64") -> Kernel:
     """spec: "6.1", "6.12", "7.3", a vmlinuz path, or a built kernel
-    tree."""
+    tree; with arch "arm64", "6.1" or "6.12" (Debian's arm64 kernels)."""
+    if arch == "arm64":
+        return resolve_arm64(spec)
     path = pathlib.Path(spec)
     if path.is_dir():
         image = path / "arch" / "x86" / "boot" / "bzImage"

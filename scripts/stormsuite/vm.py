@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from . import REPO, dmesg, kernels, runs
+from . import REPO, arm64, dmesg, kernels, runs
 
 EXIT_KERNEL_PROBLEM = 3     # the command passed but dmesg shows BUG/WARNING/...
 EXIT_TIMEOUT = 124          # as timeout(1)
@@ -57,6 +57,11 @@ UNNEEDED_MODULES = (
     "crc32_pclmul", "crct10dif_pclmul", "ghash_clmulni_intel", "sha1_ssse3",
     "sha256_ssse3", "sha512_ssse3", "powernow_k8", "button", "crypto_simd",
     "cryptd")
+# An arm64 guest's machine: GICv3, as arm64 servers have, and a
+# Neoverse N1, a server core QEMU names (not "max", whose features change
+# with QEMU's version).
+ARM64_QEMU = "-M virt,gic-version=3 -cpu neoverse-n1"
+ARM64_MOUNTS = "/run/storm-mounts"   # where an arm64 guest mounts aside
 # The guest kernel's log buffer (see vng_command).
 LOG_BUF_LEN = "16M"
 # The instruction counter (qemu-plugin/storm-insn.c), where it writes in
@@ -93,6 +98,8 @@ def build_modules(kernel: kernels.Kernel, quiet: bool) -> None:
         return
     cmd = ["make", "-C", str(REPO), "--no-print-directory",
            f"KDIR={kernel.kdir}", "modules"]
+    if kernel.arch == "arm64":
+        cmd.append(f"CROSS_COMPILE={arm64.CROSS_COMPILE}")
     # Two guests of one kernel start at once (matrix, the tests,
     # debug-kernel): one make at a time per build/<release>, or the two
     # write the same objects and one fails on the other's half-written
@@ -142,6 +149,13 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
                 state: pathlib.Path, rwdirs: list[pathlib.Path]) -> list[str]:
     cmd = [find_vng(), "--run", str(kernel.image),
            "--cpus", str(args.cpus), "--memory", args.memory]
+    if kernel.arch == "arm64":
+        # virtme-ng's arm64 machine is virt with a Cortex-A57 and GICv2;
+        # the later -M and -cpu (ARM64_QEMU) make it GICv3 and a server
+        # core. The root is build/arm64/root; the repository and every
+        # --rwdir are mounted into it at their host paths.
+        cmd += ["--arch", "arm64", "--root", str(arm64.ROOT),
+                "--busybox", str(arm64.ROOT / "bin" / "busybox")]
     if args.accel == "tcg":
         cmd.append("--disable-kvm")
     # vng tries virtio-fs first, for the root and for every --rwdir, and
@@ -152,15 +166,30 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
     cmd.append("--force-9p")
     for spec in numa_nodes(args.cpus, args.memory, getattr(args, "numa", 1)):
         cmd += ["--numa", spec]
-    for d in rwdirs:
-        cmd += ["--rwdir", str(d)]
+    exec_prologue = ""
+    if kernel.arch == "arm64":
+        # virtme-ng mounts every --rwdir before any --rodir, so the
+        # read-only repository would hide results/ and the state
+        # directory inside it: each is mounted aside and bound into
+        # place in order, the repository first.
+        binds = []
+        for i, (d, mode) in enumerate([(REPO, "rodir")]
+                                      + [(d, "rwdir") for d in rwdirs]):
+            aside = f"{ARM64_MOUNTS}/{i}"
+            cmd += [f"--{mode}", f"{aside}={d}"]
+            binds.append(f"mount --bind {aside} {shlex.quote(str(d))}")
+        exec_prologue = " && ".join(binds) + " && "
+    else:
+        for d in rwdirs:
+            cmd += ["--rwdir", str(d)]
     # vng sends the serial console to /dev/null unless --verbose, and boots
     # with panic=-1 and -no-reboot: a panicking guest just ends. A second
     # serial port, written to a host file, carries an early console that
     # stays on (keep_bootcon): the kernel's words from its first line to its
     # last, even a panic during boot. QEMU's -d log records a triple fault.
     qemu = (f"-serial file:{state / KERNEL_LOG} "
-            f"-d cpu_reset,guest_errors -D {state / QEMU_LOG}")
+            if kernel.arch == "x86_64" else f"{ARM64_QEMU} ")
+    qemu += f"-d cpu_reset,guest_errors -D {state / QEMU_LOG}"
     if args.accel == "tcg":
         qemu += f" -accel {TCG_ACCEL}"
     if counting_insn(args):
@@ -177,8 +206,10 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
     # log_buf_len: a long run (the check scripts, a fuzzing run) prints
     # far more than Debian's 128 KiB; a wrapped buffer loses its splats.
     append = [f"earlycon=uart8250,io,{SECOND_SERIAL_PORT},115200",
-              "keep_bootcon", "no_timer_check", f"log_buf_len={LOG_BUF_LEN}",
-              "modprobe.blacklist=" + ",".join(UNNEEDED_MODULES)]
+              "keep_bootcon", "no_timer_check"] \
+        if kernel.arch == "x86_64" else []
+    append += [f"log_buf_len={LOG_BUF_LEN}",
+               "modprobe.blacklist=" + ",".join(UNNEEDED_MODULES)]
     if not args.verbose:
         # warnings, oopses and panics, not every pr_info of a storm
         append.append(f"loglevel={CONSOLE_LOGLEVEL}")
@@ -189,7 +220,8 @@ def vng_command(args: argparse.Namespace, kernel: kernels.Kernel,
     cmd += ["--append", " ".join(append)]
     if args.verbose:
         cmd.append("--verbose")
-    cmd += ["--exec", f"sh {REPO}/scripts/guest-exec {state}"]
+    cmd += ["--exec",
+            f"{exec_prologue}sh {REPO}/scripts/guest-exec {state}"]
     return cmd
 
 
@@ -213,10 +245,11 @@ def build_plugin() -> None:
                          f"({PLUGIN}) failed; --no-insn boots without it")
 
 
-@functools.lru_cache(maxsize=1)
-def qemu_version() -> str:
+@functools.lru_cache(maxsize=2)
+def qemu_version(arch: str = "x86_64") -> str:
+    qemu = arm64.QEMU if arch == "arm64" else "qemu-system-x86_64"
     try:
-        out = subprocess.run(["qemu-system-x86_64", "--version"],
+        out = subprocess.run([qemu, "--version"],
                              capture_output=True, text=True, timeout=30)
         first = out.stdout.splitlines()[0] if out.stdout else ""
     except (OSError, subprocess.SubprocessError):
@@ -299,7 +332,8 @@ def write_state(state: pathlib.Path, args: argparse.Namespace,
         "STORM_ACCEL": args.accel,
         "STORM_RESULTS": str(runs.RESULTS),
         "STORM_VM_ACCEL": accel_text(args.accel),
-        "STORM_VM_QEMU_VERSION": qemu_version(),
+        "STORM_VM_QEMU_VERSION": qemu_version(kernel.arch),
+        "STORM_VM_ARCH": kernel.arch,
         "STORM_VM_KERNEL": kernel.release,
         "STORM_VM_KERNEL_CONFIG": config,
         "STORM_VM_KERNEL_COMMIT": commit,
@@ -471,6 +505,10 @@ def parser() -> argparse.ArgumentParser:
                    "series), 7.3 (built from Debian's source by storm "
                    "kernel build --series 7.3), a vmlinuz-<release>, or a "
                    "built kernel tree (default 6.1)")
+    p.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64",
+                   help="the guest's architecture (default x86_64); arm64 "
+                   "boots Debian's arm64 6.1 or 6.12 in an emulated virt "
+                   "machine with GICv3 (docs/arm64.md)")
     p.add_argument("--cpus", type=int, default=4, help="vCPUs (default 4)")
     p.add_argument("--memory", default="2G", help="guest memory (default 2G)")
     p.add_argument("--numa", type=int, default=1, metavar="NODES",
@@ -542,10 +580,12 @@ def main(argv: list[str]) -> int:
                     f"CPUs {sorted(os.sched_getaffinity(0))} only")
 
     try:
-        kernel = kernels.resolve(args.kernel)
+        kernel = kernels.resolve(args.kernel, arch=args.arch)
     except kernels.KernelNotFound as e:
         print(f"storm vm: {e}", file=sys.stderr)
         return 2
+    if args.arch == "arm64" and args.accel != "tcg":
+        p.error("--arch arm64 runs under emulation only (--accel tcg)")
     if not os.access(kernel.image, os.R_OK):
         print(f"storm vm: cannot read {kernel.image} (run as root)",
               file=sys.stderr)
@@ -562,6 +602,9 @@ def main(argv: list[str]) -> int:
     state = pathlib.Path(tempfile.mkdtemp(prefix="guest-", dir=vmdir))
     write_state(state, args, kernel)
     rwdirs = [results, state] + [d.resolve() for d in args.rwdir]
+    if kernel.arch == "arm64":
+        for d in [REPO, *rwdirs]:
+            arm64.mount_point(d)
     cmd = vng_command(args, kernel, state, rwdirs)
 
     started = time.monotonic()
