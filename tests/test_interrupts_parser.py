@@ -86,3 +86,32 @@ def test_short_rows_are_padded():
 def test_not_proc_interrupts(text):
     with pytest.raises(ValueError):
         interrupts.parse(text)
+
+
+def test_arm64_ipis_take_x86_tags():
+    """An arm64 guest's IPI0/IPI1 are RES/CAL, its arch_timer IRQ LOC,
+    and the IPIs x86 has no tag for keep arm64's names."""
+    s = snap("interrupts-6.12-arm64-4cpu.after")
+    assert s.cpus == [0, 1, 2, 3]
+    assert s.rows["CAL"].description == "Function call interrupts"
+    assert s.rows["CAL"].kernel_name == "IPI1"
+    assert s.rows["RES"].kernel_name == "IPI0"
+    assert s.rows["IWI"].kernel_name == "IPI5"
+    assert s.rows["LOC"].kernel_name == "11"
+    assert "IPI1" not in s.rows and "11" not in s.rows
+    for name in ("IPI2", "IPI3", "IPI4", "IPI6", "IPI7", "27"):
+        assert name in s.rows and len(s.rows[name].counts) == 4, name
+    assert s.rows["Err"].counts == [0]
+    raw = (DATA / "interrupts-6.12-arm64-4cpu.after").read_text()
+    cal_line = next(x for x in raw.splitlines() if x.startswith("IPI1:"))
+    assert s.rows["CAL"].counts == [int(v) for v in cal_line.split()[1:5]]
+
+
+def test_arm64_delta_names_the_ipis_by_tag():
+    before = snap("interrupts-6.12-arm64-4cpu.before")
+    after = snap("interrupts-6.12-arm64-4cpu.after")
+    d = interrupts.delta(before, after)
+    assert d.rows.keys() == after.rows.keys()
+    assert interrupts.per_cpu(d, "LOC")[0] > 0   # ticks moved in between
+    assert interrupts.lkp_name("CAL", "Function call interrupts") == \
+        "interrupts.CAL:Function_call_interrupts"

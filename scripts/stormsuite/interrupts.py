@@ -8,11 +8,28 @@ guests and on test boxes with nothing but python3.
 Row names follow LKP: numbered IRQs by number ("24"), per-CPU vectors by
 their tag ("CAL", "TLB", "RES", "LOC", ...). The description is kept so
 stats can be named like `interrupts.CAL:Function_call_interrupts`.
+
+arm64 numbers its IPIs (IPI0, IPI1, ...) where x86 tags its vectors;
+an IPI that x86 has too takes x86's tag (ARM64_IPI_TAGS), and the
+architected timer's per-CPU IRQ is LOC, so that one metric means one
+thing on both: IPI1 "Function call interrupts" is CAL. The kernel's own
+name stays in Row.kernel_name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+
+# arm64's IPI descriptions (arch/arm64/kernel/smp.c) -> x86's tags
+ARM64_IPI_TAGS = {
+    "Rescheduling interrupts": "RES",
+    "Function call interrupts": "CAL",
+    "IRQ work interrupts": "IWI",
+}
+ARM64_TIMER = "arch_timer"   # the last word of the timer IRQ's row
+# one system-wide number, not per CPU: x86's ERR and MIS, arm64's Err
+SYSTEM_WIDE = ("ERR", "MIS", "Err")
 
 
 @dataclasses.dataclass
@@ -20,6 +37,7 @@ class Row:
     name: str
     counts: list[int]       # per CPU column
     description: str
+    kernel_name: str = ""   # /proc/interrupts' own, where name differs
 
 
 @dataclasses.dataclass
@@ -49,13 +67,24 @@ def parse(text: str) -> Snapshot:
                 break
             counts.append(int(f))
         description = " ".join(fields[len(counts):])
-        if len(counts) == 1 and len(cpus) > 1 and name in ("ERR", "MIS"):
-            # ERR and MIS are one system-wide number, not per CPU
+        if len(counts) == 1 and len(cpus) > 1 and name in SYSTEM_WIDE:
             rows[name] = Row(name, counts, description)
             continue
         counts += [0] * (len(cpus) - len(counts))
-        rows[name] = Row(name, counts, description)
+        tag = metric_name(name, description)
+        rows[tag] = Row(tag, counts, description,
+                        name if tag != name else "")
     return Snapshot(cpus=cpus, rows=rows)
+
+
+def metric_name(name: str, description: str) -> str:
+    """The row's name in the suite's metrics: arm64's IPIs by x86's tag
+    where x86 has the same IPI, its timer IRQ as LOC; else as is."""
+    if re.fullmatch(r"IPI\d+", name):
+        return ARM64_IPI_TAGS.get(description, name)
+    if name.isdigit() and description.split()[-1:] == [ARM64_TIMER]:
+        return "LOC"
+    return name
 
 
 # The kernel's per-CPU interrupt counters are unsigned int: a difference
@@ -77,7 +106,7 @@ def _matched(snap: Snapshot, row: Row | None, cpus: list[int]) -> list[int]:
 def _columns(snap: Snapshot, row: Row) -> list[int]:
     """The CPU numbers of row's columns: ERR and MIS, one system-wide
     number, have one."""
-    if len(row.counts) == 1 and row.name in ("ERR", "MIS"):
+    if len(row.counts) == 1 and row.name in SYSTEM_WIDE:
         return snap.cpus[:1]
     return list(snap.cpus)
 
