@@ -175,6 +175,8 @@ def fetch() -> dict[str, str]:
     debs += download_more(conf, [f"{k}:amd64" for k in kbuilds])
     unpack(debs)
     STAMP.write_text("".join(f"{d.name}\n" for d in debs))
+    for deb in debs:
+        deb.unlink()
     return releases()
 
 

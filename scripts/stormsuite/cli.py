@@ -24,6 +24,8 @@ SUBCOMMANDS = {
                   "instructions from A/A boots, for one-boot verdicts"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
     "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
+    "arm64": ("arm64", "fetch|show: Debian's arm64 kernels, headers and "
+              "guest root (storm vm --arch arm64)"),
     "box": ("boxcli", "a test box over ssh, driven by ktest.pl: build, "
             "bisect, bisect-test; image: its test VM's disk, vm: its test "
             "VM (matrix, ab, bisect --box: the designs on a box)"),
