@@ -34,7 +34,7 @@ KO=${KO:-build/$(uname -r)}
 debugfs=/sys/kernel/debug
 
 mkdir -p "$debugfs" 2>/dev/null
-mountpoint -q "$debugfs" 2>/dev/null ||
+grep -qs "^[^ ]* $debugfs debugfs " /proc/mounts ||
 	mount -t debugfs none "$debugfs" 2>/dev/null
 
 # once: true in the boots that run the checks whose outcome does not

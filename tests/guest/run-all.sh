@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 # while they ran. Its own scan thread is stopped: the checks scan when
 # they mean to, and a scan thread sharing a worker's CPU makes that CPU
 # lazy in the worker's mm, so that the flushes tlbstorm counts skip it.
-mountpoint -q /sys/kernel/debug 2>/dev/null ||
+grep -qs '^[^ ]* /sys/kernel/debug debugfs ' /proc/mounts ||
 	mount -t debugfs none /sys/kernel/debug 2>/dev/null
 leaks=/sys/kernel/debug/kmemleak
 if [ -w "$leaks" ]; then
