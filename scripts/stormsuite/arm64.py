@@ -33,8 +33,10 @@ CROSS_COMPILE = "aarch64-linux-gnu-"
 QEMU = "qemu-system-aarch64"
 # series -> the metapackage whose dependency names its ABI
 META = {"6.1": "linux-image-arm64", "6.12": "linux-image-6.12-arm64"}
-# the guest's userland: virtme-ng's bash init, and busybox for the rest
-USERLAND = ("busybox-static", "bash", "libc6", "libtinfo6")
+# the guest's userland: virtme-ng's bash init, busybox for the rest, and
+# python3 (python_packages()) for storm run's run files and the checks
+USERLAND = ("busybox-static", "bash", "libc6", "libtinfo6", "libexpat1",
+            "zlib1g", "libssl3")
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 # What virtme-init's udev coldplug is for here: the names of the
 # virtio-serial ports it runs the command on (scripts/guest-udevd).
@@ -108,6 +110,17 @@ def depends(conf: pathlib.Path, package: str) -> list[str]:
         r"^\s+(?:Pre)?Depends: (\S+)", out, re.MULTILINE)]
 
 
+def python_packages(conf: pathlib.Path) -> list[str]:
+    """python3 without the packaging around it: the interpreter and its
+    standard library (the C extensions whose libraries are not there,
+    such as readline and sqlite3, are not used)."""
+    minimal = next(d for d in depends(conf, "python3-minimal:arm64")
+                   if re.fullmatch(r"python3\.\d+-minimal", d))
+    version = minimal[len("python"):-len("-minimal")]
+    return ["python3-minimal", minimal, f"libpython{version}-minimal",
+            f"libpython{version}-stdlib"]
+
+
 def field(deb: pathlib.Path, name: str) -> str:
     return subprocess.run(["dpkg-deb", "-f", str(deb), name],
                           capture_output=True, text=True,
@@ -160,14 +173,14 @@ def fetch() -> dict[str, str]:
     images = {series: next(d for d in depends(conf, f"{meta}:arm64")
                            if d.startswith("linux-image-"))
               for series, meta in META.items()}
-    wanted = [f"{p}:arm64" for p in USERLAND]
+    wanted = [f"{p}:arm64" for p in (*USERLAND, *python_packages(conf))]
     for image in images.values():
         abi = image[len("linux-image-"):]
         common = abi.removesuffix("-arm64") + "-common"
         wanted += [f"{image}:arm64", f"linux-headers-{abi}:arm64",
                    f"linux-headers-{common}"]
     say(f"downloading {', '.join(sorted(images.values()))}, their headers "
-        "and the guest's busybox, bash and libc")
+        "and the guest's busybox, bash, libc and python3")
     debs = download(conf, wanted)
     kbuilds = sorted({kbuild_of(d) for d in debs
                       if d.name.startswith("linux-headers-")
