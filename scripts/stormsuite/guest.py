@@ -62,6 +62,7 @@ class Guest:
     host_cpus: str = ""         # storm vm --host-cpus
     insn: bool = True           # count instructions (storm vm --no-insn)
     accel: str = "tcg"          # storm vm --accel: tcg or kvm
+    arch: str = "x86_64"        # storm vm --arch: x86_64 or arm64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +130,8 @@ def vm_command(guest: Guest, command: Sequence[str], name: str = "",
     cmd = [str(STORM), "vm", "--kernel", guest.kernel,
            "--cpus", str(guest.cpus), "--memory", guest.memory,
            "--timeout", str(guest.timeout), "--accel", guest.accel]
+    if guest.arch != "x86_64":
+        cmd += ["--arch", guest.arch]
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
     if guest.append:
@@ -318,13 +321,13 @@ def run_boots(boots: Sequence[Boot], *, runs: int, warmup: int,
     return done
 
 
-def build_modules(kernel: str) -> None:
+def build_modules(kernel: str, arch: str = "x86_64") -> None:
     """Build the storms for a kernel before its guests boot: two guests
     booting side by side must not run make in the same tree at once, and
     a bisect builds them while the source tree is at that commit."""
     from . import kernels, vm
     try:
-        vm.build_modules(kernels.resolve(kernel), quiet=True)
+        vm.build_modules(kernels.resolve(kernel, arch=arch), quiet=True)
     except (kernels.KernelNotFound, SystemExit) as e:
         raise GuestError(f"{kernel}: {e}") from e
 

@@ -69,15 +69,17 @@ class Machine(Protocol):
 
 
 class Guests:
-    """QEMU guests, storm vm; consecutive boots share the host."""
+    """QEMU guests, storm vm, of one architecture (x86_64, or arm64
+    under emulation); consecutive boots share the host."""
     what = "guests"
 
-    def __init__(self) -> None:
+    def __init__(self, arch: str = "x86_64") -> None:
         self._done: list[guest.BootResult] = []
+        self.arch = arch
 
     def release(self, kernel: str) -> str:
         try:
-            return kernels.resolve(kernel).release
+            return kernels.resolve(kernel, arch=self.arch).release
         except kernels.KernelNotFound as e:
             raise MachineError(str(e)) from e
 
@@ -85,11 +87,12 @@ class Guests:
              results: pathlib.Path) -> list[Booted]:
         try:
             for k in dict.fromkeys(p.kernel for p in plan):
-                guest.build_modules(k)
+                guest.build_modules(k, self.arch)
             boots = [guest.Boot(
                 guest.Guest(p.kernel, p.append, p.cpus or setup.cpus,
                             setup.memory, setup.timeout, no_build=True,
-                            insn=setup.insn, accel=setup.accel),
+                            insn=setup.insn, accel=setup.accel,
+                            arch=self.arch),
                 p.label, series, p.name, (guest.Step(p.storm, p.params),))
                 for p in plan]
             self._done = guest.run_boots(
@@ -110,7 +113,7 @@ def of_args(args) -> Machine:
     guests."""
     if getattr(args, "box", None):
         return Box(args.box, getattr(args, "ktest", None))
-    return Guests()
+    return Guests(getattr(args, "arch", "x86_64"))
 
 
 class Box:

@@ -216,6 +216,10 @@ def parser() -> argparse.ArgumentParser:
                    "and boot arguments (e.g. handler_ns=0,250: what the "
                    "parameter costs); the first value is the baseline")
     options.add_guest_options(p, "combination")
+    p.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64",
+                   help="the guests' architecture (default x86_64); arm64: "
+                   "Debian's arm64 6.1 and 6.12 under emulation "
+                   "(docs/arm64.md)")
     options.add_box_options(p)
     p.add_argument("--trace", action="store_true",
                    help="also one trace-cmd run per boot (kept apart from "
@@ -251,6 +255,8 @@ def main(argv: list[str]) -> int:
         # compare takes sets that differ in this parameter only
         args.vary_params = (name,)
 
+    if args.box and args.arch != "x86_64":
+        p.error("--arch: a box is the architecture it is (--box)")
     if args.box and any(appends):
         p.error("--append: a box boots with its ktest.pl config's command "
                 "line (--box)")
