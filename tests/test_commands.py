@@ -65,7 +65,8 @@ def tree(tmp_path):
 def test_every_subcommand_is_covered():
     """A new subcommand gets a test here."""
     covered = {"vm", "show", "compare", "report", "matrix", "kernel", "ab",
-               "bisect", "simulate", "calibrate", "seed", "lkp", "box"}
+               "bisect", "simulate", "calibrate", "seed", "lkp", "box",
+               "arm64"}
     assert set(cli.SUBCOMMANDS) == covered
     assert set(cli.KERNEL) == {"build", "source"}
 
@@ -81,6 +82,25 @@ def test_show(capsys):
     rc, out, err = storm(capsys, "show", DATA / "ipistorm-6.1-all.result")
     assert rc == 0, err
     assert "cpu 3 -> 0-3: 300 calls" in out
+
+
+def test_arm64_show_says_what_was_fetched(capsys, monkeypatch, tmp_path):
+    """storm arm64 show: each series' image and headers, from the root
+    fetched; nothing fetched is exit 1 with where it looked."""
+    from stormsuite import arm64
+    monkeypatch.setattr(arm64, "ROOT", tmp_path / "root")
+    monkeypatch.setattr(arm64, "HEADERS", tmp_path / "headers")
+    rc, out, err = storm(capsys, "arm64", "show")
+    assert rc == 1 and "nothing fetched" in err
+    (tmp_path / "root" / "boot").mkdir(parents=True)
+    (tmp_path / "root" / "boot" / "vmlinuz-6.12.1+deb12-arm64").touch()
+    kdir = tmp_path / "headers/usr/src/linux-headers-6.12.1+deb12-arm64"
+    kdir.mkdir(parents=True)
+    (kdir / "Makefile").touch()
+    rc, out, err = storm(capsys, "arm64", "show")
+    assert rc == 0, err
+    assert out == (f"6.12: {tmp_path}/root/boot/vmlinuz-6.12.1+deb12-arm64, "
+                   f"headers {kdir}\n")
 
 
 def test_show_refuses_what_is_not_a_run(capsys, tmp_path):

@@ -171,7 +171,7 @@ def fake_vng(tmp_path, monkeypatch):
     script.chmod(0o755)
     monkeypatch.setattr(vm, "find_vng", lambda: str(script))
     monkeypatch.setattr(vm, "build_modules", lambda kernel, quiet: None)
-    monkeypatch.setattr(kernels, "resolve", lambda spec: kernels.Kernel(
+    monkeypatch.setattr(kernels, "resolve", lambda spec, **kw: kernels.Kernel(
         image=script, release="6.1.0-test", kdir=None))
     return monkeypatch
 
@@ -342,3 +342,39 @@ def test_a_step_whose_checks_failed_does_not_stop_the_boot(tmp_path):
     assert boot_rc("a=1", "fail3=1", "b=1") == (3, ["a=1", "fail3=1", "b=1"])
     assert boot_rc("fail1=1", "b=1") == (1, ["fail1=1"])
     assert boot_rc("fail3=1", "fail1=1", "b=1") == (1, ["fail3=1", "fail1=1"])
+
+
+def test_arm64_guest_mounts_in_order(tmp_path):
+    """An arm64 guest boots its own root (build/arm64/root) on a GICv3
+    virt machine; the repository is read-only there and the writable
+    directories inside it stay writable: each is mounted aside and
+    bound into place, the repository first (virtme-ng mounts every
+    --rwdir before any --rodir)."""
+    args = vm.argparse.Namespace(accel="tcg", append="", cpus=4,
+                                 memory="2G", verbose=False, insn=False)
+    k = kernels.Kernel(image=tmp_path, release="r", kdir=None, arch="arm64")
+    results, state = vm.REPO / "results", tmp_path / "state"
+    cmd = vm.vng_command(args, k, state, [results, state])
+    assert cmd[cmd.index("--arch") + 1] == "arm64"
+    assert cmd[cmd.index("--root") + 1] == str(vm.arm64.ROOT)
+    opts = next(a for a in cmd if a.startswith("--qemu-opts="))
+    assert "-M virt,gic-version=3 -cpu neoverse-n1" in opts
+    assert "-serial" not in opts     # virt has one UART: the console's
+    mounts = [(cmd[i], cmd[i + 1]) for i, a in enumerate(cmd)
+              if a in ("--rodir", "--rwdir")]
+    aside = vm.ARM64_MOUNTS
+    assert mounts == [("--rodir", f"{aside}/0={vm.REPO}"),
+                      ("--rwdir", f"{aside}/1={results}"),
+                      ("--rwdir", f"{aside}/2={state}")]
+    run = cmd[cmd.index("--exec") + 1]
+    assert run == (f"mount --bind {aside}/0 {vm.REPO} && "
+                   f"mount --bind {aside}/1 {results} && "
+                   f"mount --bind {aside}/2 {state} && "
+                   f"sh {vm.REPO}/scripts/guest-exec {state}")
+    append = cmd[cmd.index("--append") + 1]
+    assert "earlycon" not in append and "uart8250" not in append
+
+
+def test_arm64_kernels_are_debians_two():
+    with pytest.raises(kernels.KernelNotFound, match="6.1, 6.12"):
+        kernels.resolve("7.3", arch="arm64")

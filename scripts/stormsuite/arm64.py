@@ -16,6 +16,7 @@ linux-image-6.12-arm64 depend on today, as on x86: no ABI is named here.
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import re
 import shutil
@@ -272,17 +273,21 @@ def headers(release: str) -> pathlib.Path | None:
     return kdir if (kdir / "Makefile").is_file() else None
 
 
-def main(argv: list[str]) -> int:
-    import argparse
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="storm arm64",
         description="Fetch Debian's arm64 kernels (6.1, 6.12), their "
-        f"headers and an arm64 guest root into {ARM64} (storm vm --arch "
-        "arm64 does it on first use). Nothing is installed on the host: "
-        "apt runs with its own lists there.")
+        "headers and an arm64 guest root into build/arm64 (scripts/setup "
+        "does it once; storm vm --arch arm64 on first use). Nothing is "
+        "installed on the host: apt runs with its own lists there.")
     p.add_argument("what", choices=("fetch", "show"),
                    help="fetch: download and unpack again; show: what is "
                    "there")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
     args = p.parse_args(argv)
     try:
         if args.what == "fetch":

@@ -1,0 +1,168 @@
+"""The storms in an arm64 guest (storm vm --arch arm64): Debian's arm64
+6.12 under emulation, a virt machine with GICv3, the instruction counter
+on. One boot runs tests/guest/arm64.sh; then an A/A storm matrix --arch
+arm64 of 6.12 against itself on instructions, two boots a side.
+
+Under single-threaded TCG with nohz=off (storm vm's counting boot), an
+idle target takes exactly one function-call IPI (arm64's IPI1, the
+suite's CAL) per call, as on x86. arm64 flushes other CPUs' TLBs by
+broadcast TLBI: tlbstorm's flushes take no IPI, and its result says so.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+import conftest
+from conftest import Case, assert_clean, assert_refused, assert_start_and_end
+from stormsuite import REPO, metrics, runs
+
+pytestmark = pytest.mark.guest
+
+KERNEL = "6.12"
+OUT = REPO / "build" / "test" / f"arm64-{KERNEL}"
+AA_OUT = REPO / "build" / "test" / "arm64-aa"
+AA_BOOTS, AA_RUNS = 2, 4
+STORM = ["ipistorm", "numipi=2000", "single=1", "wait=1", "cpulist=0",
+         "offset=1"]
+
+
+def arm64_job() -> tuple[int, str, int, str]:
+    """The check boot, then the A/A matrix (conftest.GUEST_JOB): storm
+    vm's and storm matrix's exit status and output."""
+    if conftest.REUSE:
+        return (int((OUT / "vm.rc").read_text()),
+                (OUT / "vm.log").read_text(),
+                int((AA_OUT / "matrix.rc").read_text()),
+                (AA_OUT / "matrix.log").read_text())
+    for d in (OUT, AA_OUT):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    storm = str(REPO / "scripts" / "storm")
+    cmd = [storm, "vm", "--arch", "arm64", "--kernel", KERNEL,
+           "--timeout", "900", "--rwdir", str(OUT), "--",
+           "env", f"OUT={OUT}", "sh", "tests/guest/arm64.sh"]
+    with conftest._guest_slots:
+        vm = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
+                            capture_output=True, timeout=1020)
+    (OUT / "vm.log").write_text(vm.stdout + vm.stderr)
+    (OUT / "vm.rc").write_text(f"{vm.returncode}\n")
+    cmd = [storm, "matrix", "--arch", "arm64", "--kernel", KERNEL,
+           "--kernel", KERNEL, "--boots", str(AA_BOOTS), "--runs",
+           str(AA_RUNS), "--jobs", "1", "--no-plot", "--results",
+           str(AA_OUT / "results"), "--out", str(AA_OUT), *STORM]
+    with conftest._guest_slots:
+        aa = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
+                            capture_output=True, timeout=1800)
+    (AA_OUT / "matrix.log").write_text(aa.stdout + aa.stderr)
+    (AA_OUT / "matrix.rc").write_text(f"{aa.returncode}\n")
+    return vm.returncode, vm.stdout + vm.stderr, aa.returncode, aa.stdout
+
+
+GUEST_JOB = arm64_job
+
+
+@pytest.fixture(scope="module")
+def arm64_run() -> tuple[int, str, int, str]:
+    return conftest.start_job(arm64_job).result()
+
+
+@pytest.fixture(scope="module")
+def booted(arm64_run) -> pathlib.Path:
+    rc, log, _, _ = arm64_run
+    # storm vm scanned the guest's whole dmesg: a splat is exit 3
+    assert rc == 0, log[-4000:]
+    return OUT
+
+
+def case(out: pathlib.Path, name: str) -> Case:
+    d = out / name
+    assert d.is_dir(), f"case {name} did not run"
+    return Case(name, d)
+
+
+def ok(c: Case, storm: str) -> dict[str, str]:
+    assert c.rc == 0, f"{c.name}: insmod failed: {c.stderr}"
+    res = c.result
+    assert res["storm"] == storm and res["status"] == "done", res
+    assert res["failures"] == "0"
+    assert_clean(c.dmesg)
+    assert_start_and_end(c, storm)
+    return res
+
+
+def cal(res: dict[str, str], cpu: int) -> int:
+    return int(res[f"irq.{cpu}.CAL"])
+
+
+def test_the_guest_is_arm64(booted):
+    assert (booted / "uname-m").read_text().strip() == "aarch64"
+
+
+def test_one_ipi_per_call_to_an_idle_target(booted):
+    c = case(booted, "a64_single")
+    res = ok(c, "ipistorm")
+    assert res["op"] == "call" and res["op.count"] == "2000"
+    assert cal(res, 1) == 2000
+    # what the module counts is what /proc/interrupts' IPI1 row says
+    moved = c.irq_delta
+    assert moved.rows["CAL"].kernel_name == "IPI1"
+    assert moved.rows["CAL"].counts[1] >= 2000
+    assert moved.rows["CAL"].counts[1] - 2000 <= conftest.STRAY_CAL
+
+
+def test_many_all_and_async(booted):
+    res = ok(case(booted, "a64_many"), "ipistorm")
+    assert cal(res, 2) == cal(res, 3) == 300
+    res = ok(case(booted, "a64_all"), "ipistorm")
+    assert [cal(res, cpu) for cpu in (1, 2, 3)] == [300, 300, 300]
+    res = ok(case(booted, "a64_async"), "ipistorm")
+    # async=1: a call may find the previous one's IPI still pending
+    assert 0 < cal(res, 2) <= 500
+
+
+def test_sent_counts_match_received(booted):
+    res = ok(case(booted, "a64_sent"), "ipistorm")
+    assert int(res["sent.1.CAL"]) == cal(res, 1) == 1000
+
+
+def test_handler_loops(booted):
+    res = ok(case(booted, "a64_loops"), "ipistorm")
+    assert cal(res, 1) == 200
+
+
+def test_rcustorm_one_ipi_per_busy_cpu_per_grace_period(booted):
+    res = ok(case(booted, "a64_rcu"), "rcustorm")
+    assert res["op"] == "gp"
+    for cpu in (1, 2):
+        assert cal(res, cpu) - 100 in range(0, conftest.STRAY_CAL), res
+
+
+def test_slabstorm(booted):
+    ok(case(booted, "a64_slab_touched"), "slabstorm")
+    ok(case(booted, "a64_slab_remote"), "slabstorm")
+
+
+def test_a_bad_parameter_is_refused(booted):
+    assert_refused(case(booted, "a64_bad_cpu"), "cpulist")
+
+
+def test_storm_run_writes_run_files_with_instructions(booted):
+    assert (booted / "storm-run.rc").read_text().strip() == "0", \
+        (booted / "storm-run.log").read_text()
+    files = sorted((booted / "results").rglob("run-*.json"))
+    assert len(files) == 3
+    series = runs.load_files(files, "arm64")
+    for run in series.runs:
+        assert run["env"]["machine"] == "aarch64"
+        assert run["interrupts"]["rows"]["CAL"]["description"] == \
+            "Function call interrupts"
+        assert run["insn"]["source"] == "tcg-plugin"
+        assert metrics.ops_of("ipistorm", run["result"]) == 2000
+        rows = metrics.insn_rows("ipistorm", run)
+        # the sender's and the target's instructions per call
+        assert len(rows) == 2 and all(v > 0 for v in rows.values()), rows
