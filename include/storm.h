@@ -67,6 +67,8 @@ static __always_inline void storm_mark(const unsigned int id)
 	/* "i": inlined, id is the constant the plugin reads back */
 	asm volatile(".byte 0x66, 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"
 		     : : "i" (STORM_MARK_MAGIC | id) : "memory");
+#elif defined(CONFIG_ARM64)
+	asm volatile(".inst %c0" : : "i" (STORM_MARK_A64_INSN(id)) : "memory");
 #else
 	barrier();
 #endif
