@@ -14,6 +14,9 @@
 #include <linux/rcupdate.h>
 #include <linux/cpuhotplug.h>
 #include <linux/debugfs.h>
+#include <linux/interrupt.h>
+#include <linux/irq.h>
+#include <linux/irqdesc.h>
 #include <linux/kernel_stat.h>
 #include <linux/kthread.h>
 #include <linux/limits.h>
@@ -178,7 +181,11 @@ void storm_ctl_stop(struct storm_ctl *ctl, bool interrupted)
  * with no timer due stops its tick (NOHZ); a nohz_full CPU runs its one
  * task without a tick, so it is not watched. Counted in checks, not
  * seconds: a guest whose host stops it for seconds stops its controller
- * as well. x86 only, where the timer count is read.
+ * as well. Where the timer count is read: x86, and arm64 with its
+ * arch_timer irq found. There the IPIs and the timer share the GIC's
+ * priority, so a CPU that takes one IPI after another need not get to
+ * its tick either; and a busy CPU that is not nohz_full ticks, so a flat
+ * count means the same as on x86.
  */
 #define STORM_STARVE_CHECKS	3
 
@@ -214,13 +221,16 @@ static void storm_watchdog_reset(const struct storm_irqs *acc)
 	}
 }
 
+static bool storm_irqs_have_loc(void);
+
 static void storm_watchdog_check(struct storm_ctl *ctl)
 {
-#ifdef CONFIG_X86_LOCAL_APIC
 	const struct storm_irqs *acc = ctl->irqs_acc;
 	u64 now = ktime_get_ns();
 	int cpu;
 
+	if (!storm_irqs_have_loc())
+		return;
 	for_each_online_cpu(cpu) {
 		struct storm_watch *w = per_cpu_ptr(&storm_watch, cpu);
 		u64 idle_us = storm_idle_us(cpu);
@@ -244,7 +254,6 @@ static void storm_watchdog_check(struct storm_ctl *ctl)
 		       cpu, w->flat);
 		storm_ctl_stop(ctl, false);
 	}
-#endif
 }
 
 /*
@@ -603,6 +612,120 @@ void storm_hist_show(struct seq_file *m, const char *prefix,
 /* ---------------------------------------------------------------------
  * Per-CPU interrupt counters: see struct storm_irqs.
  */
+#ifdef CONFIG_ARM64
+/*
+ * arm64 counts its IPIs per Linux irq, as any interrupt: one irq per IPI
+ * type from ipi_irq_base (arch/arm64/kernel/smp.c), each requested by
+ * the name "IPI", with IPI 0 the reschedule and IPI 1 the function call
+ * (enum ipi_msg_type). ipi_irq_base is not exported: the first irq whose
+ * action is named "IPI" is it. The tick is the arch timer's per-CPU irq,
+ * named "arch_timer". Found once, at the first allocation of a snapshot
+ * (at load), never on a storm's path; then read as arm64's
+ * arch_show_interrupts() reads them, with irq_desc_kstat_cpu(). Neither
+ * irq is ever freed, so their descriptors stay.
+ */
+static struct {
+	bool searched;
+	struct irq_desc *res, *cal, *loc;
+	int ipi_base, loc_irq;
+} storm_arm64_irqs = { .ipi_base = -1, .loc_irq = -1 };
+
+/* @irq's descriptor if its first action is named @name, else NULL. */
+static struct irq_desc *storm_irq_named(unsigned int irq, const char *name)
+{
+	struct irq_desc *desc = NULL;
+	struct irq_data *data;
+	unsigned long flags;
+	bool match;
+
+	/* a sparse irq's descriptor is freed after a grace period */
+	rcu_read_lock();
+	data = irq_get_irq_data(irq);
+	if (data) {
+		desc = irq_data_to_desc(data);
+		raw_spin_lock_irqsave(&desc->lock, flags);
+		match = desc->action && desc->action->name &&
+			!strcmp(desc->action->name, name);
+		raw_spin_unlock_irqrestore(&desc->lock, flags);
+		if (!match)
+			desc = NULL;
+	}
+	rcu_read_unlock();
+	return desc;
+}
+
+static void storm_irqs_find(void)
+{
+	struct irq_desc *desc;
+	unsigned int irq;
+
+	if (storm_arm64_irqs.searched)
+		return;
+	storm_arm64_irqs.searched = true;
+	for (irq = 0; irq < nr_irqs; irq++) {
+		if (storm_arm64_irqs.ipi_base < 0 &&
+		    storm_irq_named(irq, "IPI")) {
+			storm_arm64_irqs.ipi_base = irq;
+			storm_arm64_irqs.res = storm_irq_named(irq, "IPI");
+			/* IPI 1 is the next irq, if it is an IPI */
+			storm_arm64_irqs.cal = storm_irq_named(irq + 1, "IPI");
+		}
+		if (storm_arm64_irqs.loc_irq < 0) {
+			desc = storm_irq_named(irq, "arch_timer");
+			if (desc) {
+				storm_arm64_irqs.loc_irq = irq;
+				storm_arm64_irqs.loc = desc;
+			}
+		}
+	}
+	if (!storm_arm64_irqs.res || !storm_arm64_irqs.cal)
+		pr_warn("no IPI irqs found: the result's CAL and RES counts are zeros\n");
+	if (!storm_arm64_irqs.loc)
+		pr_warn("no arch_timer irq found: the result's LOC counts are zeros and the watchdog is off\n");
+}
+
+static u64 storm_irq_desc_count(struct irq_desc *desc, int cpu)
+{
+	return desc ? irq_desc_kstat_cpu(desc, cpu) : 0;
+}
+
+/* The irqs read, for the result: "irq.source: ..." */
+static void storm_irqs_show_source(struct seq_file *m)
+{
+	seq_puts(m, "irq.source: ");
+	if (storm_arm64_irqs.res && storm_arm64_irqs.cal)
+		seq_printf(m, "IPI irqs RES %d CAL %d, TLB none",
+			   storm_arm64_irqs.ipi_base,
+			   storm_arm64_irqs.ipi_base + 1);
+	else
+		seq_puts(m, "IPI irqs not found: CAL RES TLB none");
+	if (storm_arm64_irqs.loc)
+		seq_printf(m, ", LOC arch_timer irq %d\n",
+			   storm_arm64_irqs.loc_irq);
+	else
+		seq_puts(m, ", LOC none: no arch_timer irq\n");
+}
+
+/* The storm's watchdog needs the timer's count. */
+static bool storm_irqs_have_loc(void)
+{
+	return storm_arm64_irqs.loc;
+}
+#else
+static void storm_irqs_find(void)
+{
+}
+
+static void storm_irqs_show_source(struct seq_file *m)
+{
+}
+
+static bool storm_irqs_have_loc(void)
+{
+	return IS_ENABLED(CONFIG_X86_LOCAL_APIC);
+}
+#endif
+
 static void storm_irqs_read(int cpu, struct storm_irqs *s)
 {
 #ifdef CONFIG_X86
@@ -614,6 +737,11 @@ static void storm_irqs_read(int cpu, struct storm_irqs *s)
 #ifdef CONFIG_X86_LOCAL_APIC
 	s->loc = storm_irq_stat_loc(st);
 #endif
+#elif defined(CONFIG_ARM64)
+	s->cal = storm_irq_desc_count(storm_arm64_irqs.cal, cpu);
+	s->res = storm_irq_desc_count(storm_arm64_irqs.res, cpu);
+	s->tlb = 0;
+	s->loc = storm_irq_desc_count(storm_arm64_irqs.loc, cpu);
 #else
 	memset(s, 0, sizeof(*s));
 #endif
@@ -626,6 +754,7 @@ static void storm_irqs_read(int cpu, struct storm_irqs *s)
  */
 struct storm_irqs *storm_irqs_alloc(void)
 {
+	storm_irqs_find();
 	return kvcalloc(nr_cpu_ids, sizeof(struct storm_irqs), GFP_KERNEL);
 }
 
@@ -749,6 +878,7 @@ void storm_irqs_show(struct seq_file *m,
 	struct storm_irqs d;
 	int cpu;
 
+	storm_irqs_show_source(m);
 	for_each_possible_cpu(cpu) {
 		if (!storm_cpu_seen(before, after, cpu))
 			continue;

@@ -9,7 +9,8 @@
  *  - storm_ctl:    start barrier, stop flag, deadline, "all workers done"
  *  - storm_module: the load and unload lifecycle every storm shares
  *  - storm_hist:   log-linear latency histogram (percentiles in userspace)
- *  - storm_irqs:   per-CPU CAL/RES/TLB/LOC snapshots from x86 irq_stat
+ *  - storm_irqs:   per-CPU CAL/RES/TLB/LOC snapshots (x86 irq_stat, arm64
+ *                  IPI and timer irqs)
  *  - storm_sent:   the IPIs sent, by sender and target (storm_sent.h)
  *  - storm_pmu:    instructions and cycles from the PMU (storm_pmu.h)
  *  - cpulist parameters with a one-line reason on refusal
@@ -67,6 +68,8 @@ static __always_inline void storm_mark(const unsigned int id)
 	/* "i": inlined, id is the constant the plugin reads back */
 	asm volatile(".byte 0x66, 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"
 		     : : "i" (STORM_MARK_MAGIC | id) : "memory");
+#elif defined(CONFIG_ARM64)
+	asm volatile(".inst %c0" : : "i" (STORM_MARK_A64_INSN(id)) : "memory");
 #else
 	barrier();
 #endif
@@ -263,12 +266,17 @@ void storm_hist_show(struct seq_file *m, const char *prefix,
 		     const struct storm_hist *h);
 
 /* ---------------------------------------------------------------------
- * Per-CPU interrupt counters, as /proc/interrupts shows them on x86:
- * CAL = irq_call_count (both call-function vectors, so kernel-range TLB
- * flushes too), TLB = irq_tlb_count (remote flush_tlb_func runs),
- * RES = irq_resched_count, LOC = apic_timer_irqs. Other architectures
- * report zeros. Snapshots are arrays of nr_cpu_ids entries, over every
- * possible CPU, with 64-bit counts (storm_irqs_advance()).
+ * Per-CPU interrupt counters, as /proc/interrupts shows them.
+ * x86: CAL = irq_call_count (both call-function vectors, so kernel-range
+ * TLB flushes too), TLB = irq_tlb_count (remote flush_tlb_func runs),
+ * RES = irq_resched_count, LOC = apic_timer_irqs.
+ * arm64: CAL = IPI1 (function call), RES = IPI0 (reschedule), TLB = 0
+ * (arm64 flushes by broadcast TLBI, with no IPI), LOC = the arch_timer
+ * irq; the result's "irq.source" line says which irqs were read, or that
+ * one was not found (its counts are then zeros).
+ * Other architectures report zeros. Snapshots are arrays of nr_cpu_ids
+ * entries, over every possible CPU, with 64-bit counts
+ * (storm_irqs_advance()).
  */
 struct storm_irqs {
 	u64 cal;

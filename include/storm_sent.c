@@ -27,9 +27,10 @@
 
 static bool count_sent;
 module_param(count_sent, bool, 0444);
-MODULE_PARM_DESC(count_sent, "Count the IPIs sent, per sender and target, with kprobes on the x86 send functions; costs a few percent of a storm that sends an IPI per call (default 0)");
+MODULE_PARM_DESC(count_sent, "Count the IPIs sent, per sender and target, with kprobes on the IPI send functions (x86, arm64); costs a few percent of a storm that sends an IPI per call (default 0)");
 
-#if defined(CONFIG_X86) && defined(CONFIG_KPROBES) && defined(CONFIG_SMP)
+#if (defined(CONFIG_X86) || defined(CONFIG_ARM64)) && \
+	defined(CONFIG_KPROBES) && defined(CONFIG_SMP)
 #define STORM_SENT_POSSIBLE	1
 #else
 #define STORM_SENT_POSSIBLE	0
@@ -74,13 +75,13 @@ static struct {
 	struct storm_sent_snap before, after;
 } storm_sent;
 
+#if STORM_SENT_POSSIBLE
 static u64 __percpu *storm_sent_slot(enum storm_sent_vec vec,
 				     unsigned int target)
 {
 	return storm_sent.rows + vec * nr_cpu_ids + target;
 }
 
-#if STORM_SENT_POSSIBLE
 /* kprobe pre-handlers: preemption is off, the CPU is the sender's. */
 static int storm_sent_mask(struct kprobe *p, struct pt_regs *regs)
 {
@@ -129,6 +130,7 @@ static noinline void storm_sent_calibrate_fn(unsigned int cpu)
 	asm volatile("" : : "r" (cpu) : "memory");
 }
 
+#ifdef CONFIG_X86
 /*
  * The send functions are found through smp_ops, not by name: their names
  * change between releases and with the APIC driver, the hooks do not.
@@ -177,6 +179,62 @@ static int storm_sent_register(void)
 		storm_sent.addr[i] = storm_sent.probes[i].addr;
 	return 0;
 }
+#else
+/*
+ * arm64 has no smp_ops: the generic code calls the arch's send functions
+ * by name, arch_send_call_function_ipi_mask(mask),
+ * arch_send_call_function_single_ipi(cpu) and the reschedule one,
+ * arch_smp_send_reschedule(cpu) since 6.3 (smp_send_reschedule() became
+ * an inline around it), smp_send_reschedule(cpu) before. The kernel
+ * finds each by its symbol; the reschedule one is tried under both
+ * names. Their argument is in x0, as regs_get_kernel_argument() reads.
+ */
+static int storm_sent_register(void)
+{
+	struct kprobe *kps[ARRAY_SIZE(storm_sent.probes)];
+	static const char * const sym[] = {
+		"arch_send_call_function_ipi_mask",
+		"arch_send_call_function_single_ipi",
+		"arch_smp_send_reschedule",
+	};
+	static const char * const resched_old = "smp_send_reschedule";
+	kprobe_pre_handler_t handler[] = {
+		storm_sent_mask, storm_sent_single, storm_sent_resched,
+		storm_sent_single,
+	};
+	bool retried = false;
+	int i, ret;
+
+retry:
+	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++) {
+		memset(&storm_sent.probes[i], 0, sizeof(storm_sent.probes[i]));
+		if (i < ARRAY_SIZE(sym))
+			storm_sent.probes[i].symbol_name = sym[i];
+		else
+			storm_sent.probes[i].addr =
+				(kprobe_opcode_t *)storm_sent_calibrate_fn;
+		if (i == 2 && retried)
+			storm_sent.probes[i].symbol_name = resched_old;
+		storm_sent.probes[i].pre_handler = handler[i];
+		storm_sent.removed[i] = false;
+		kps[i] = &storm_sent.probes[i];
+	}
+	ret = register_kprobes(kps, ARRAY_SIZE(kps));
+	/* -ENOENT: a symbol not found, the reschedule one before 6.3 */
+	if (ret == -ENOENT && !retried) {
+		retried = true;
+		goto retry;
+	}
+	if (ret) {
+		pr_err("count_sent=1: cannot probe the IPI send functions %s %s %s (%d): refused\n",
+		       sym[0], sym[1], retried ? resched_old : sym[2], ret);
+		return ret;
+	}
+	for (i = 0; i < ARRAY_SIZE(storm_sent.probes); i++)
+		storm_sent.addr[i] = storm_sent.probes[i].addr;
+	return 0;
+}
+#endif
 
 /*
  * Remove the probes not removed yet; returns how many are left.
@@ -227,6 +285,7 @@ static unsigned long storm_sent_nmissed(void)
 #else
 static int storm_sent_register(void)
 {
+	pr_err("count_sent=1: the IPI send functions are probed on x86 and arm64 with kprobes only: refused\n");
 	return -EOPNOTSUPP;
 }
 

@@ -21,6 +21,13 @@
  * CONFIG_KPROBES_ON_FTRACE (Debian's kernels) makes each probe an ftrace
  * callback at the function's entry, not a breakpoint trap.
  *
+ * On arm64 the generic code calls the arch's send functions by name:
+ * arch_send_call_function_ipi_mask(mask),
+ * arch_send_call_function_single_ipi(cpu) and arch_smp_send_reschedule(cpu)
+ * (smp_send_reschedule(cpu) before 6.3), probed by symbol. There a kprobe
+ * is a breakpoint (BRK) trap, dearer than an ftrace callback: the result's
+ * sent.probe_ns says what a hit cost.
+ *
  * Each CPU counts into its own row (this_cpu_inc: one instruction, safe
  * against interrupts) and no counter line is shared. The window's counts
  * are the difference of two snapshots, like irq_stat's. The probes are

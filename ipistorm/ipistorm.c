@@ -213,13 +213,17 @@ static void ipistorm_spin(u64 from, u64 ns)
 /* inline: without the budget a call adds the loop's instructions alone */
 static __always_inline void ipistorm_loops(void)
 {
-#ifdef CONFIG_X86
+#if defined(CONFIG_X86) || defined(CONFIG_ARM64)
 	unsigned long n = handler_loops;
 
 	if (!n)
 		return;
-	/* dec, jnz: exactly two instructions an iteration */
+	/* exactly two instructions an iteration: dec, jnz; subs, b.ne */
+#ifdef CONFIG_X86
 	asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r" (n) : : "cc");
+#else
+	asm volatile("1:\n\tsubs %0, %0, #1\n\tb.ne 1b" : "+r" (n) : : "cc");
+#endif
 #endif
 }
 

@@ -6,6 +6,10 @@
  * can read while it runs.
  *
  *   qemu-system-x86_64 ... -plugin storm-insn.so,out=FILE
+ *   qemu-system-aarch64 ... -plugin storm-insn.so,out=FILE
+ *
+ * It matches the marker of the target it is loaded into: x86's 9-byte
+ * NOP or arm64's "movz xzr" word.
  *
  * FILE gets a header line and one line per marker run:
  *
@@ -46,6 +50,8 @@ static unsigned int nr_vcpus;
 static FILE *out;
 static uint64_t seq;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+/* the target's marker reader, set at install */
+static int (*mark_id)(const struct qemu_plugin_insn *insn);
 
 static void tb_exec(unsigned int vcpu, void *udata)
 {
@@ -68,8 +74,8 @@ static void mark_exec(unsigned int vcpu, void *udata)
 	pthread_mutex_unlock(&out_lock);
 }
 
-/* The marker's id when insn is a storm marker, else -1. */
-static int mark_id(const struct qemu_plugin_insn *insn)
+/* The marker's id when insn is a storm marker, else -1: x86_64. */
+static int mark_id_x86(const struct qemu_plugin_insn *insn)
 {
 	static const unsigned char opcode[] = STORM_MARK_OPCODE;
 	const unsigned char *p;
@@ -84,6 +90,23 @@ static int mark_id(const struct qemu_plugin_insn *insn)
 	if ((imm & ~STORM_MARK_ID_MASK) != STORM_MARK_MAGIC)
 		return -1;
 	return imm & STORM_MARK_ID_MASK;
+}
+
+/* The same for aarch64: one instruction word, little endian. */
+static int mark_id_a64(const struct qemu_plugin_insn *insn)
+{
+	const unsigned char *p;
+	uint32_t word;
+
+	if (qemu_plugin_insn_size(insn) != STORM_MARK_A64_LEN)
+		return -1;
+	p = qemu_plugin_insn_data(insn);
+	word = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
+	       (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	if ((word & ~(STORM_MARK_ID_MASK << STORM_MARK_A64_IMM_SHIFT)) !=
+	    STORM_MARK_A64_INSN(0))
+		return -1;
+	return (word >> STORM_MARK_A64_IMM_SHIFT) & STORM_MARK_ID_MASK;
 }
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -137,8 +160,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			      "storm-insn knows version %d only (QEMU 4.2 to "
 			      "8.x)\n", info->version.cur,
 			      STORM_INSN_KNOWN_ABI);
-	if (!info->system_emulation || strcmp(info->target_name, "x86_64"))
-		return refuse("storm-insn: needs qemu-system-x86_64, not %s%s\n",
+	if (info->system_emulation && !strcmp(info->target_name, "x86_64"))
+		mark_id = mark_id_x86;
+	else if (info->system_emulation &&
+		 !strcmp(info->target_name, "aarch64"))
+		mark_id = mark_id_a64;
+	else
+		return refuse("storm-insn: needs qemu-system-x86_64 or "
+			      "qemu-system-aarch64, not %s%s\n",
 			      info->target_name,
 			      info->system_emulation ? "" : " user mode");
 	for (i = 0; i < argc; i++) {

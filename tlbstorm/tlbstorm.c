@@ -16,6 +16,10 @@
  * iteration ends in flush_tlb_kernel_range(): an IPI to every other online
  * CPU, counted in CAL only (it never runs flush_tlb_func, so not in TLB).
  *
+ * On arm64 both modes flush by broadcast TLBI instructions, which no
+ * interrupt carries: the storm measures the flushes alone, its TLB and CAL
+ * counts hold no shootdowns, and the result says so (flush_ipi: none).
+ *
  * Either numflush times per flusher or, with numflush=0, for timeout
  * seconds. insmod returns when the storm is over; the result stays in
  * /sys/kernel/debug/tlbstorm/result until rmmod.
@@ -45,8 +49,13 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
-#ifdef CONFIG_PARAVIRT
+#if defined(CONFIG_X86) && defined(CONFIG_PARAVIRT)
 #include <asm/paravirt.h>
+#endif
+#ifdef CONFIG_ARM64
+#include <asm/cpufeature.h>
+#include <asm/pgtable.h>
+#include <asm/tlbflush.h>
 #endif
 
 #include "storm.h"
@@ -96,7 +105,7 @@ MODULE_PARM_DESC(inject_miscount, "Check a TLB count one short of the flushes he
 #define TLBSTORM_MAX_PAGES	4096UL
 
 /*
- * The kernel flushes a range page by page up to tlb_single_page_flush_ceiling
+ * x86 flushes a range page by page up to tlb_single_page_flush_ceiling
  * pages and the whole TLB above it. That variable is not exported (it is
  * tunable in /sys/kernel/debug/x86/), so the expected kind of flush is
  * derived from its default and the result says so.
@@ -113,11 +122,23 @@ static const char * const tlbstorm_mode_name[] = {
 	[TLBSTORM_KERNEL]	= "kernel",
 };
 
-/* The /proc/interrupts row that counts each mode's shootdowns. */
+/*
+ * The /proc/interrupts row that counts each mode's shootdowns, and the
+ * rows the result's op.ipi_rows names. arm64 sends no IPI to flush.
+ */
+#ifdef CONFIG_ARM64
+#define TLBSTORM_FLUSH_IPI	false
+static const char * const tlbstorm_counted_in[] = {
+	[TLBSTORM_USER]		= "none",
+	[TLBSTORM_KERNEL]	= "none",
+};
+#else
+#define TLBSTORM_FLUSH_IPI	true
 static const char * const tlbstorm_counted_in[] = {
 	[TLBSTORM_USER]		= "TLB",
 	[TLBSTORM_KERNEL]	= "CAL",
 };
+#endif
 
 enum tlbstorm_flush_kind {
 	TLBSTORM_FLUSH_SINGLE,	/* one page invalidated */
@@ -430,6 +451,33 @@ static void tlbstorm_print_params(const char *tag)
 }
 
 /*
+ * The most pages the kernel flushes one by one (or by range operations),
+ * and where that figure comes from. arm64's is no tunable: a user range
+ * below PTRS_PER_PTE pages (MAX_TLBI_OPS, MAX_DVM_OPS) is flushed page
+ * by page, and any range up to MAX_TLBI_RANGE_PAGES by range operations
+ * where the CPU has them (FEAT_TLBIRANGE); a kernel range up to
+ * PTRS_PER_PTE pages page by page.
+ */
+static unsigned long tlbstorm_flush_ceiling(void)
+{
+#ifdef CONFIG_ARM64
+	if (storm_mode == TLBSTORM_KERNEL)
+		return PTRS_PER_PTE;
+	if (system_supports_tlb_range())
+		return MAX_TLBI_RANGE_PAGES - 1;
+	return PTRS_PER_PTE - 1;
+#else
+	return TLBSTORM_FLUSH_CEILING;
+#endif
+}
+
+#ifdef CONFIG_ARM64
+#define TLBSTORM_FLUSH_CEILING_SOURCE	"arch"
+#else
+#define TLBSTORM_FLUSH_CEILING_SOURCE	"default"
+#endif
+
+/*
  * What the kernel is expected to do for one flush. A user unmap flushes
  * exactly its pages; a vmap area has a guard page, and the kernel-range
  * flush of its purge covers it too and never takes the single-page path.
@@ -442,8 +490,8 @@ static enum tlbstorm_flush_kind tlbstorm_expected_flush(void)
 		span = pages + 1;
 	else if (pages == 1)
 		return TLBSTORM_FLUSH_SINGLE;
-	return span > TLBSTORM_FLUSH_CEILING ? TLBSTORM_FLUSH_FULL :
-					       TLBSTORM_FLUSH_RANGE;
+	return span > tlbstorm_flush_ceiling() ? TLBSTORM_FLUSH_FULL :
+						 TLBSTORM_FLUSH_RANGE;
 }
 
 /* The counts, times and sizes: each within its bound, and the memory. */
@@ -455,6 +503,10 @@ static int tlbstorm_check_bounds(void)
 	ret = storm_check_bound("numflush", numflush, timeout);
 	if (ret)
 		return ret;
+	if (inject_miscount && !TLBSTORM_FLUSH_IPI) {
+		pr_err("inject_miscount=1: this arch flushes by broadcast TLBI, with no TLB interrupt to check\n");
+		return -EINVAL;
+	}
 	if (!pages) {
 		pr_err("pages=0: a flush needs at least one page\n");
 		return -EINVAL;
@@ -630,9 +682,11 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 	/* user mode maps base pages only: see tlbstorm_get_mm() */
 	if (storm_mode == TLBSTORM_USER)
 		seq_puts(m, "thp: disabled\n");
-	/* tlb_single_page_flush_ceiling is not exported: its default */
-	seq_printf(m, "flush_ceiling: %lu\nflush_ceiling_source: default\n",
-		   TLBSTORM_FLUSH_CEILING);
+	/* x86: tlb_single_page_flush_ceiling is not exported: its default */
+	seq_printf(m, "flush_ceiling: %lu\nflush_ceiling_source: %s\n",
+		   tlbstorm_flush_ceiling(), TLBSTORM_FLUSH_CEILING_SOURCE);
+	if (!TLBSTORM_FLUSH_IPI)
+		seq_puts(m, "flush_ipi: none (broadcast TLBI)\n");
 	seq_printf(m, "flushes: %llu\n", tlbstorm_total_flushes());
 
 	for_each_cpu(cpu, flusher_mask) {
@@ -678,7 +732,8 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 	 */
 	storm_show_op(m, &(struct storm_op){
 		.name = "flush", .count = tlbstorm_total_flushes(),
-		.ipi_rows = "CAL", .senders = flusher_mask,
+		.ipi_rows = TLBSTORM_FLUSH_IPI ? "CAL" : "none",
+		.senders = flusher_mask,
 	});
 	storm_irqs_show(m, irqs_before, irqs_after);
 	storm_sent_show(m, irqs_before, irqs_after);
@@ -751,10 +806,13 @@ static void tlbstorm_workers_oncpu(bool storm_over)
  */
 static const char *tlbstorm_flush_without_ipi(void)
 {
-#ifdef CONFIG_PARAVIRT
+#if defined(CONFIG_X86) && defined(CONFIG_PARAVIRT)
 	char name[64];
 #endif
 
+#ifdef CONFIG_ARM64
+	return "arm64 flushes by broadcast TLBI: no IPI";
+#else
 #ifdef CONFIG_BROADCAST_TLB_FLUSH
 	/*
 	 * An mm active on four CPUs or more may get a global ASID
@@ -767,7 +825,7 @@ static const char *tlbstorm_flush_without_ipi(void)
 	    READ_ONCE(storm_mm->context.global_asid))
 		return "the mm's flushes are INVLPGB broadcasts";
 #endif
-#ifdef CONFIG_PARAVIRT
+#if defined(CONFIG_X86) && defined(CONFIG_PARAVIRT)
 	/*
 	 * A hypervisor's flush (KVM's PV flush, Hyper-V, Xen) flushes a vCPU
 	 * the host preempted at its next entry, or flushes by hypercall:
@@ -778,6 +836,7 @@ static const char *tlbstorm_flush_without_ipi(void)
 		return "remote flushes go through a hypervisor";
 #endif
 	return NULL;
+#endif /* !CONFIG_ARM64 */
 }
 
 /*
