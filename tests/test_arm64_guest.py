@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 import conftest
-from conftest import Case, assert_clean, assert_refused, assert_start_and_end
+from conftest import Case, assert_clean, assert_start_and_end
 from stormsuite import REPO, metrics, runs
 
 pytestmark = pytest.mark.guest
@@ -108,18 +108,21 @@ def test_one_ipi_per_call_to_an_idle_target(booted):
     res = ok(c, "ipistorm")
     assert res["op"] == "call" and res["op.count"] == "2000"
     assert cal(res, 1) == 2000
-    # what the module counts is what /proc/interrupts' IPI1 row says
+    # /proc/interrupts' IPI1 row counts them too, with what loading and
+    # unloading the module sent that CPU (on arm64 a few dozen: the
+    # instruction cache maintenance of the module's text)
     moved = c.irq_delta
     assert moved.rows["CAL"].kernel_name == "IPI1"
-    assert moved.rows["CAL"].counts[1] >= 2000
-    assert moved.rows["CAL"].counts[1] - 2000 <= conftest.STRAY_CAL
+    assert 2000 <= moved.rows["CAL"].counts[1] <= 2000 * 1.05
 
 
 def test_many_all_and_async(booted):
     res = ok(case(booted, "a64_many"), "ipistorm")
-    assert cal(res, 2) == cal(res, 3) == 300
+    for cpu in (2, 3):
+        assert cal(res, cpu) - 300 in range(conftest.STRAY_CAL + 1), res
     res = ok(case(booted, "a64_all"), "ipistorm")
-    assert [cal(res, cpu) for cpu in (1, 2, 3)] == [300, 300, 300]
+    for cpu in (1, 2, 3):
+        assert cal(res, cpu) - 300 in range(conftest.STRAY_CAL + 1), res
     res = ok(case(booted, "a64_async"), "ipistorm")
     # async=1: a call may find the previous one's IPI still pending
     assert 0 < cal(res, 2) <= 500
@@ -148,7 +151,13 @@ def test_slabstorm(booted):
 
 
 def test_a_bad_parameter_is_refused(booted):
-    assert_refused(case(booted, "a64_bad_cpu"), "cpulist")
+    """As on x86 (conftest.assert_refused), in busybox insmod's words."""
+    c = case(booted, "a64_bad_cpu")
+    assert c.rc != 0
+    assert "can't insert" in c.stderr and "Invalid argument" in c.stderr
+    assert "cpulist=64: not a valid CPU list below 4" in c.dmesg
+    assert not c.has_result and "End of test" not in c.dmesg
+    assert_clean(c.dmesg)
 
 
 def test_storm_run_writes_run_files_with_instructions(booted):
@@ -163,6 +172,27 @@ def test_storm_run_writes_run_files_with_instructions(booted):
             "Function call interrupts"
         assert run["insn"]["source"] == "tcg-plugin"
         assert metrics.ops_of("ipistorm", run["result"]) == 2000
-        rows = metrics.insn_rows("ipistorm", run)
+        rows = {m.name: v for m, v in metrics.insn_rows("ipistorm",
+                                                        run).items()
+                if m.kind == "insn"}
         # the sender's and the target's instructions per call
-        assert len(rows) == 2 and all(v > 0 for v in rows.values()), rows
+        assert {"ipistorm.insn_per_call.sender",
+                "ipistorm.insn_per_call.target"} <= rows.keys()
+        assert all(v > 0 for v in rows.values()), rows
+
+
+def test_tlbstorm_flushes_take_no_ipi(booted):
+    """arm64 invalidates other CPUs' TLBs by broadcast TLBI: the flushes
+    are done and counted, the result says no IPI is expected, and the
+    flusher (CPU 0) and the CPUs running the mm (1-2) take no
+    function-call IPI at all (CPU 3, idle, takes the guest's others)."""
+    for name in ("a64_tlb_user", "a64_tlb_kernel"):
+        c = case(booted, name)
+        res = ok(c, "tlbstorm")
+        assert res["flushes"] == res["op.count"] == "200"
+        assert res["flush_ipi"] == "none (broadcast TLBI)"
+        assert res["counted_in"] == "none" and res["op.ipi_rows"] == "CAL"
+        assert res["targets.TLB"] == "0"
+        assert [cal(res, cpu) for cpu in (0, 1, 2)] == [0, 0, 0], res
+    # the user-mode check of held flushes says why it is not done
+    assert "broadcast TLBI: no IPI" in case(booted, "a64_tlb_user").dmesg

@@ -112,6 +112,7 @@ def test_arm64_delta_names_the_ipis_by_tag():
     after = snap("interrupts-6.12-arm64-4cpu.after")
     d = interrupts.delta(before, after)
     assert d.rows.keys() == after.rows.keys()
-    assert interrupts.per_cpu(d, "LOC")[0] > 0   # ticks moved in between
+    assert interrupts.per_cpu(d, "LOC")[0] > 0
+    assert d.rows["CAL"].kernel_name == "IPI1"   # ticks moved in between
     assert interrupts.lkp_name("CAL", "Function call interrupts") == \
         "interrupts.CAL:Function_call_interrupts"

@@ -120,7 +120,7 @@ def delta(before: Snapshot, after: Snapshot) -> Snapshot:
         counts = [(now - prev) % COUNTER_MOD for now, prev in zip(
             _matched(after, row, cpus),
             _matched(before, before.rows.get(name), cpus))]
-        rows[name] = Row(name, counts, row.description)
+        rows[name] = Row(name, counts, row.description, row.kernel_name)
     return Snapshot(cpus=list(after.cpus), rows=rows)
 
 
