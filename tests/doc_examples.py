@@ -15,7 +15,7 @@ DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 # ("storm bisect: endpoints ...", output) is not a command
 SUBCOMMANDS = ("vm", "show", "compare", "report", "matrix", "kernel", "ab",
                "bisect", "simulate", "seed", "run", "test", "demo", "lkp",
-               "box", "calibrate", "pairs")
+               "box", "calibrate", "pairs", "arm64")
 COMMAND = re.compile(r"(?<![\w/.-])(?:scripts/)?storm (?:%s)(?![\w:-])"
                      % "|".join(SUBCOMMANDS))
 

@@ -301,7 +301,7 @@ def test_help_states_the_defaults_used(words):
                 f"{action.default:g}", str(action.default)), \
                 (action.option_strings, m.group(1), action.default)
     assert stated or words[0] in ("show", "report", "compare", "kernel",
-                                  "lkp", "box", "calibrate")
+                                  "lkp", "box", "calibrate", "arm64")
 
 
 def help_examples() -> list[tuple[str, list[str]]]:

@@ -38,7 +38,6 @@ META = {"6.1": "linux-image-arm64", "6.12": "linux-image-6.12-arm64"}
 # python3 (python_packages()) for storm run's run files and the checks
 USERLAND = ("busybox-static", "bash", "libc6", "libtinfo6", "libexpat1",
             "zlib1g", "libssl3")
-KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 # What virtme-init's udev coldplug is for here: the names of the
 # virtio-serial ports it runs the command on (scripts/guest-udevd).
 UDEVD = REPO / "scripts" / "guest-udevd"
@@ -52,38 +51,45 @@ def say(text: str) -> None:
     print(f"storm arm64: {text}", file=sys.stderr)
 
 
-def codename() -> str:
-    """The host's Debian release (bookworm): its arm64 kernels match the
-    x86 ones the suite boots."""
-    text = pathlib.Path("/etc/os-release").read_text()
-    m = re.search(r"^VERSION_CODENAME=(\S+)", text, re.MULTILINE)
-    if not m:
-        raise Arm64Error("cannot tell this host's Debian release from "
-                         "/etc/os-release")
-    return m.group(1)
+def host_sources(etc: pathlib.Path = pathlib.Path("/etc/apt")
+                 ) -> dict[str, str]:
+    """The host's apt sources (its mirrors, its keys), file name -> text,
+    but for the suites setup adds at low priority (trixie-backports):
+    without their pin a newer suite's kernels would win."""
+    out = {}
+    if (etc / "sources.list").is_file():
+        out["host.list"] = (etc / "sources.list").read_text()
+    for f in sorted((etc / "sources.list.d").glob("*")):
+        if f.suffix in (".list", ".sources") and \
+                not f.name.startswith("storm-"):
+            out[f.name] = f.read_text()
+    return out
 
 
 def apt_config() -> pathlib.Path:
     """A private apt for arm64 (amd64 too, for the kbuild tools): its own
-    lists, cache and status, the host's Debian release."""
-    for d in ("state/lists/partial", "cache/archives/partial", "etc"):
+    lists, cache and status, the host's sources."""
+    for d in ("state/lists/partial", "cache/archives/partial",
+              "etc/sources.list.d", "etc/preferences.d"):
         (APT / d).mkdir(parents=True, exist_ok=True)
     status = APT / "state" / "status"
     if not status.exists():
         status.write_text("")
-    rel = codename()
-    (APT / "etc" / "sources.list").write_text("".join(
-        f"deb [signed-by={KEYRING}] http://deb.debian.org/{path} {suite} "
-        "main\n" for path, suite in (("debian", rel),
-                                     ("debian", f"{rel}-updates"),
-                                     ("debian-security", f"{rel}-security"))))
+    sources = host_sources()
+    if not sources:
+        raise Arm64Error("the host has no apt sources to fetch from")
+    parts = APT / "etc" / "sources.list.d"
+    for old in parts.iterdir():
+        old.unlink()
+    for name, text in sources.items():
+        (parts / name).write_text(text)
     conf = APT / "etc" / "apt.conf"
     conf.write_text(
         f'Dir::State "{APT}/state";\n'
         f'Dir::State::status "{status}";\n'
         f'Dir::Cache "{APT}/cache";\n'
-        f'Dir::Etc::SourceList "{APT}/etc/sources.list";\n'
-        'Dir::Etc::SourceParts "/nonexistent";\n'
+        'Dir::Etc::SourceList "/dev/null";\n'
+        f'Dir::Etc::SourceParts "{parts}";\n'
         f'Dir::Etc::Preferences "{APT}/etc/preferences";\n'
         f'Dir::Etc::PreferencesParts "{APT}/etc/preferences.d";\n'
         'APT::Architecture "arm64";\n'
