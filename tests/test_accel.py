@@ -27,7 +27,7 @@ def vm_argv(monkeypatch):
         seen.append(cmd)
         return 125
     monkeypatch.setattr(guest, "run_command", fake_run_command)
-    monkeypatch.setattr(guest, "build_modules", lambda kernel: None)
+    monkeypatch.setattr(guest, "build_modules", lambda kernel, arch="x86_64": None)
     return seen
 
 
@@ -42,7 +42,7 @@ class Kernel:
 
 
 def test_matrix_boots_kvm_guests(monkeypatch, vm_argv, tmp_path):
-    monkeypatch.setattr(matrix.machines.kernels, "resolve", lambda spec: Kernel("r"))
+    monkeypatch.setattr(matrix.machines.kernels, "resolve", lambda spec, **kw: Kernel("r"))
     rc = matrix.main(["--accel", "kvm", "--boots", "2", "--jobs", "1",
                       "--results", str(tmp_path), "--no-write", "--no-plot",
                       "ipistorm", "numipi=10"])
@@ -52,7 +52,7 @@ def test_matrix_boots_kvm_guests(monkeypatch, vm_argv, tmp_path):
 
 def test_tcg_stays_the_default(monkeypatch, vm_argv, tmp_path):
     monkeypatch.delenv("STORM_ACCEL", raising=False)
-    monkeypatch.setattr(matrix.machines.kernels, "resolve", lambda spec: Kernel("r"))
+    monkeypatch.setattr(matrix.machines.kernels, "resolve", lambda spec, **kw: Kernel("r"))
     matrix.main(["--boots", "2", "--jobs", "1", "--results", str(tmp_path),
                  "--no-write", "ipistorm"])
     assert vm_argv and accel_of(vm_argv[0]) == "tcg"

@@ -676,8 +676,8 @@ def fake_guests(monkeypatch, tmp_path, edit) -> tuple[list, str]:
             self.release = release
 
     release = L["base"]
-    monkeypatch.setattr(matrix.machines.kernels, "resolve", lambda spec: K(release))
-    monkeypatch.setattr(matrix.guest, "build_modules", lambda k: None)
+    monkeypatch.setattr(matrix.machines.kernels, "resolve", lambda spec, **kw: K(release))
+    monkeypatch.setattr(matrix.guest, "build_modules", lambda k, arch="x86_64": None)
 
     def fake_run_storm(boot, *, runs, warmup, results,
                        concurrent_with="", extra=(), prefix=""):
@@ -744,7 +744,7 @@ def test_interleave_takes_turns_launching_first():
 def test_matrix_dry_run(monkeypatch, capsys):
     class K:
         release = "6.1.0-56-amd64"
-    monkeypatch.setattr(matrix.machines.kernels, "resolve", lambda spec: K())
+    monkeypatch.setattr(matrix.machines.kernels, "resolve", lambda spec, **kw: K())
     assert matrix.main(["--kernel", "6.1", "--kernel", "6.12", "--dry-run",
                         "ipistorm"]) == 0
     out = capsys.readouterr().out
