@@ -29,6 +29,12 @@ from . import REPO
 from .git import git
 
 GUEST_CONFIG = REPO / "configs" / "guest.config"
+# what an arm64 guest needs beyond guest.config (--arch arm64)
+ARCH_CONFIG = {"arm64": REPO / "configs" / "guest-arm64.config"}
+# make's ARCH and CROSS_COMPILE for a guest architecture the host is not
+CROSS = {"arm64": ("arm64", "aarch64-linux-gnu-")}
+# where each architecture's build leaves the image QEMU boots
+IMAGE = {"x86_64": "arch/x86/boot/bzImage", "arm64": "arch/arm64/boot/Image"}
 BUILD_ROOT = REPO / "build" / "kernel"
 STAMP = ".storm-built"
 FRAGMENT_COPY = ".storm-config"
@@ -94,11 +100,13 @@ def is_whole_config(path: pathlib.Path) -> bool:
         return any(WHOLE_CONFIG in f.readline() for _ in range(3))
 
 
-def merged_fragment(fragments: list[pathlib.Path]) -> str:
+def merged_fragment(fragments: list[pathlib.Path],
+                    arch: str = "x86_64") -> str:
     """What allnoconfig is given: whole configurations first (the base:
     where a symbol is given twice the later wins), then guest.config
     (what the guest and the storms need win over a base that turns them
-    off), then the fragments, in their order."""
+    off) and the architecture's own, then the fragments, in their
+    order."""
     wholes = [f for f in fragments if is_whole_config(f)]
     parts = [f"# {f}\n" + f.read_text() for f in wholes]
     if wholes:
@@ -107,8 +115,9 @@ def merged_fragment(fragments: list[pathlib.Path]) -> str:
         parts.append('# storm: no trusted keys but the kernel\'s own\n'
                      'CONFIG_SYSTEM_TRUSTED_KEYS=""\n'
                      'CONFIG_SYSTEM_REVOCATION_KEYS=""\n')
-    parts.append(f"# {GUEST_CONFIG.relative_to(REPO)}\n"
-                 + GUEST_CONFIG.read_text())
+    for conf in (GUEST_CONFIG, ARCH_CONFIG.get(arch)):
+        if conf is not None:
+            parts.append(f"# {conf.relative_to(REPO)}\n" + conf.read_text())
     for frag in fragments:
         if frag not in wholes:
             parts.append(f"# {frag}\n" + frag.read_text())
@@ -186,11 +195,23 @@ def make_env(localversion: str = "") -> dict[str, str]:
     return env
 
 
-def make_args(tree: pathlib.Path, out: pathlib.Path, jobs: int) -> list[str]:
+def make_args(tree: pathlib.Path, out: pathlib.Path, jobs: int,
+              arch: str = "x86_64") -> list[str]:
     args = ["make", "-C", str(tree), f"O={out}", f"-j{jobs}", "-s"]
+    karch, cross = CROSS.get(arch, ("", ""))
+    if karch:
+        args += [f"ARCH={karch}", f"CROSS_COMPILE={cross}"]
     if shutil.which("ccache"):
-        args.append("CC=ccache gcc")
+        args.append(f"CC=ccache {cross}gcc")
     return args
+
+
+def arch_of(out: pathlib.Path) -> str:
+    """The architecture a build directory's .config is for."""
+    config = out / ".config"
+    if config.is_file() and "\nCONFIG_ARM64=y\n" in config.read_text():
+        return "arm64"
+    return "x86_64"
 
 
 def run_make(args: list[str], log: pathlib.Path, what: str,
@@ -229,7 +250,7 @@ def asked(fragment: str) -> str:
 
 
 def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
-              jobs: int, progress: bool) -> None:
+              jobs: int, progress: bool, arch: str = "x86_64") -> None:
     """allnoconfig + the fragment, unless the same fragment made .config."""
     copy = out / FRAGMENT_COPY
     log = out / "build.log"
@@ -239,7 +260,7 @@ def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
     copy.unlink(missing_ok=True)
     allconfig = out / ".storm-allconfig"
     allconfig.write_text(fragment)
-    run_make(make_args(tree, out, jobs)
+    run_make(make_args(tree, out, jobs, arch)
              + [f"KCONFIG_ALLCONFIG={allconfig}", "allnoconfig"],
              log, "configuration", progress)
     wanted = parse_config(asked(fragment))
@@ -267,13 +288,15 @@ def release_of(out: pathlib.Path) -> str:
     return m.group(1)
 
 
-def fragment_id(fragments: tuple[pathlib.Path, ...]) -> str:
-    return hashlib.sha1(merged_fragment(list(fragments)).encode()) \
+def fragment_id(fragments: tuple[pathlib.Path, ...],
+                arch: str = "x86_64") -> str:
+    return hashlib.sha1(merged_fragment(list(fragments), arch).encode()) \
         .hexdigest()[:12]
 
 
 def built_as(out: pathlib.Path, revision: str,
-             fragments: tuple[pathlib.Path, ...], localversion: str) -> bool:
+             fragments: tuple[pathlib.Path, ...], localversion: str,
+             arch: str = "x86_64") -> bool:
     """Whether OUT's last finished build is REVISION with these fragments
     and name, so that building it again would change nothing."""
     try:
@@ -282,7 +305,7 @@ def built_as(out: pathlib.Path, revision: str,
         return False
     return bool(revision) and not revision.endswith("-dirty") \
         and done.get("revision") == revision \
-        and done.get("fragment") == fragment_id(fragments) \
+        and done.get("fragment") == fragment_id(fragments, arch) \
         and done.get("localversion") == localversion
 
 
@@ -294,10 +317,12 @@ def file_id(path: pathlib.Path) -> str:
 def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
           fragments: tuple[pathlib.Path, ...] = (), localversion: str = "-storm",
           jobs: int | None = None, modules: bool = True,
-          progress: bool = True, revision: str | None = None) -> Built:
+          progress: bool = True, revision: str | None = None,
+          arch: str = "x86_64") -> Built:
     """Configure and build TREE into OUT, then the storms against it.
     REVISION names what TREE holds when it is not a git tree of its own
-    (source.SRC)."""
+    (source.SRC). ARCH arm64: cross-built (CROSS) with the arm64
+    fragment."""
     tree = tree.resolve()
     if not (tree / "Makefile").is_file() or not (tree / "Kconfig").is_file():
         raise BuildError(f"{tree}: not a kernel source tree")
@@ -318,26 +343,30 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
     started = time.monotonic()
     if revision is None:
         revision = git_revision(tree)
-    configure(tree, out, merged_fragment(list(fragments)), jobs, progress)
-    run_make(make_args(tree, out, jobs), out / "build.log",
+    configure(tree, out, merged_fragment(list(fragments), arch), jobs,
+              progress, arch)
+    run_make(make_args(tree, out, jobs, arch), out / "build.log",
              f"kernel {revision or tree.name}", progress, localversion)
     release = release_of(out)
     if modules:
+        cross = CROSS.get(arch, ("", ""))[1]
         run_make(["make", "-C", str(REPO), "--no-print-directory",
-                  f"KDIR={out}", "modules"], out / "build.log",
-                 "the storm modules", progress)
+                  f"KDIR={out}", "modules"]
+                 + ([f"CROSS_COMPILE={cross}"] if cross else []),
+                 out / "build.log", "the storm modules", progress)
     seconds = time.monotonic() - started
     (out / STAMP).write_text(json.dumps({
         "tree": str(tree), "revision": revision, "release": release,
         "preempt": preempt_model(parse_config((out / ".config").read_text())),
-        "fragment": fragment_id(fragments), "localversion": localversion,
+        "fragment": fragment_id(fragments, arch), "localversion": localversion,
+        "arch": arch,
         "seconds": round(seconds, 1), "finished": time.time()}) + "\n")
     return Built(out=out, release=release, seconds=seconds, revision=revision)
 
 
 def prepare(tree: pathlib.Path, out: pathlib.Path, *,
             localversion: str = "-storm-prepared", jobs: int | None = None,
-            progress: bool = True) -> str:
+            progress: bool = True, arch: str = "x86_64") -> str:
     """What building modules against TREE needs and no more (make
     modules_prepare on the guest configuration, no vmlinux): a W=1 check
     of the storms against a kernel in a minute or two, not a full build.
@@ -347,7 +376,7 @@ def prepare(tree: pathlib.Path, out: pathlib.Path, *,
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     jobs = jobs or os.cpu_count() or 1
-    configure(tree, out, merged_fragment([]), jobs, progress)
-    run_make(make_args(tree, out, jobs) + ["modules_prepare"],
+    configure(tree, out, merged_fragment([], arch), jobs, progress, arch)
+    run_make(make_args(tree, out, jobs, arch) + ["modules_prepare"],
              out / "build.log", "modules_prepare", progress, localversion)
     return release_of(out)

@@ -51,6 +51,12 @@ def parser() -> argparse.ArgumentParser:
                    "does (default -storm)")
     p.add_argument("-j", "--jobs", type=int,
                    help="parallel jobs (default: CPU count)")
+    p.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64",
+                   help="the guest's architecture (default x86_64); arm64 "
+                   "is cross-compiled (aarch64-linux-gnu-) with "
+                   "configs/guest-arm64.config on top, into build/kernel/"
+                   "debian-SERIES-arm64 with --series, where storm vm "
+                   "--arch arm64 --kernel SERIES finds it")
     return p
 
 
@@ -67,24 +73,26 @@ def main(argv: list[str]) -> int:
     try:
         if args.series and not args.prepare_only and not args.out:
             return build_series(args.series, tuple(args.config),
-                                args.localversion)
+                                args.localversion, args.arch)
         if args.series:
             args.tree = linux_source.tree_of(args.series)
             linux_source.ensure(args.tree, series=args.series)
-            out = kernels.series_build(args.series)
+            out = kernels.series_build(args.series, arch=args.arch)
             if args.prepare_only:
                 out = out.with_name(out.name + "-prepared")
             args.out = args.out or out
         if args.prepare_only:
             if not args.out:
                 p.error("--prepare-only: give --out (or --series)")
-            release = prepare(args.tree, args.out, jobs=args.jobs)
+            release = prepare(args.tree, args.out, jobs=args.jobs,
+                              arch=args.arch)
             print(f"storm kernel build: {release} prepared in {args.out}; "
                   f"build the storms against it with: make check "
                   f"KDIR={args.out}")
             return 0
         built = build(args.tree, args.out, fragments=tuple(args.config),
-                      localversion=args.localversion, jobs=args.jobs)
+                      localversion=args.localversion, jobs=args.jobs,
+                      arch=args.arch)
     except (BuildError, linux_source.SourceTreeError,
             source.SourceError) as e:
         print(f"storm kernel build: {e}", file=sys.stderr)
@@ -96,11 +104,11 @@ def main(argv: list[str]) -> int:
 
 
 def build_series(series: str, fragments: tuple[pathlib.Path, ...],
-                 localversion: str) -> int:
+                 localversion: str, arch: str = "x86_64") -> int:
     """Debian's linux-source-SERIES, its tagged commit, built through the
     one source directory into build/kernel/debian-SERIES (kept: a second
     call finds it built)."""
-    out = kernels.series_build(series)
+    out = kernels.series_build(series, arch=arch)
     if (out / kbuild.STAMP).is_file() and not fragments:
         print(f"storm kernel build: {out} holds {series} already "
               f"({kernels.resolve(str(out)).release}); remove it to build "
@@ -110,8 +118,11 @@ def build_series(series: str, fragments: tuple[pathlib.Path, ...],
     rev = linux_source.ensure(tree, series=series)
     with source.lock("storm kernel build"):
         source.build_revision(tree, rev, out.name, "storm kernel build",
-                              fragments=fragments, localversion=localversion)
+                              fragments=fragments, localversion=localversion,
+                              arch=arch)
     release = kernels.resolve(str(out)).release
     print(f"storm kernel build: {release} in {out}; boot it with: "
-          f"scripts/storm vm --kernel {series} -- ...")
+          f"scripts/storm vm "
+          + ("" if arch == "x86_64" else f"--arch {arch} ")
+          + f"--kernel {series} -- ...")
     return 0

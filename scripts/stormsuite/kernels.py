@@ -14,7 +14,7 @@ import dataclasses
 import pathlib
 import re
 
-from . import REPO, arm64, linux_source
+from . import REPO, arm64, kbuild, linux_source
 
 BOOT = pathlib.Path("/boot")
 MODULES = pathlib.Path("/lib/modules")
@@ -22,10 +22,12 @@ MODULES = pathlib.Path("/lib/modules")
 SERIES_BUILDS = REPO / "build" / "kernel"
 
 
-def series_build(series: str, root: pathlib.Path = SERIES_BUILDS) \
-        -> pathlib.Path:
-    """Where `storm kernel build --series SERIES` puts its kernel."""
-    return root / f"debian-{series}"
+def series_build(series: str, root: pathlib.Path = SERIES_BUILDS,
+                 arch: str = "x86_64") -> pathlib.Path:
+    """Where `storm kernel build --series SERIES [--arch ARCH]` puts its
+    kernel."""
+    return root / (f"debian-{series}" if arch == "x86_64"
+                   else f"debian-{series}-{arch}")
 
 
 class KernelNotFound(Exception):
@@ -71,13 +73,32 @@ def installed_series(boot: pathlib.Path = BOOT) -> dict[str, list[str]]:
     return series
 
 
-def resolve_arm64(spec: str) -> Kernel:
+def resolve_arm64(spec: str, series_root: pathlib.Path = SERIES_BUILDS
+                  ) -> Kernel:
     """An arm64 kernel: Debian's 6.1 or 6.12 for arm64 (arm64.py fetches
-    them on first use), booted in an emulated arm64 guest."""
+    them on first use), today's series cross-built from Debian's source
+    (storm kernel build --series 7.3 --arch arm64), or a built arm64
+    tree; booted in an emulated arm64 guest."""
+    if pathlib.Path(spec).is_dir():
+        k = resolve(spec)
+        if k.arch != "arm64":
+            raise KernelNotFound(f"{spec}: an {k.arch} build, not arm64")
+        return k
+    if spec in linux_source.SERIES and spec not in arm64.META:
+        built = series_build(spec, series_root, "arm64")
+        if not (built / kbuild.STAMP).is_file():
+            raise KernelNotFound(
+                f"no arm64 {spec} kernel built: build it once with "
+                f"scripts/storm kernel build --series {spec} --arch arm64 "
+                f"(Debian's linux-source-{spec}, cross-compiled; kept in "
+                f"{built})")
+        return resolve(str(built))
     if spec not in arm64.META:
         raise KernelNotFound(
             f"--arch arm64 --kernel {spec}: Debian's arm64 kernels are "
-            f"{', '.join(arm64.META)}")
+            f"{', '.join(arm64.META)}; today's is built from source "
+            f"({', '.join(s for s in linux_source.SERIES if s not in arm64.META)}"
+            "), or give a built arm64 tree")
     try:
         arm64.ensure()
     except arm64.Arm64Error as e:
@@ -98,10 +119,11 @@ def resolve(spec: str, boot: pathlib.Path = BOOT,
     """spec: "6.1", "6.12", "7.3", a vmlinuz path, or a built kernel
     tree; with arch "arm64", "6.1" or "6.12" (Debian's arm64 kernels)."""
     if arch == "arm64":
-        return resolve_arm64(spec)
+        return resolve_arm64(spec, series_root)
     path = pathlib.Path(spec)
     if path.is_dir():
-        image = path / "arch" / "x86" / "boot" / "bzImage"
+        tree_arch = kbuild.arch_of(path)
+        image = path / kbuild.IMAGE[tree_arch]
         release = _release_of_tree(path)
         if (path / ".storm-config").exists() \
                 and not (path / ".storm-built").exists():
@@ -110,9 +132,10 @@ def resolve(spec: str, boot: pathlib.Path = BOOT,
                 "build it again (storm kernel build)")
         if not image.is_file() or not release:
             raise KernelNotFound(
-                f"{spec}: not a built kernel tree (no arch/x86/boot/bzImage "
-                "or include/generated/utsrelease.h)")
-        return Kernel(image=image, release=release, kdir=path, tree=path)
+                f"{spec}: not a built kernel tree (no {kbuild.IMAGE[tree_arch]}"
+                " or include/generated/utsrelease.h)")
+        return Kernel(image=image, release=release, kdir=path, tree=path,
+                      arch=tree_arch)
     if path.is_file():
         release = path.name[len("vmlinuz-"):] \
             if path.name.startswith("vmlinuz-") else ""

@@ -297,14 +297,14 @@ def revision_id(rev: str, patch: pathlib.Path | None = None) -> str:
 def build_revision(tree: pathlib.Path, rev: str, name: str, what: str, *,
                    patch: pathlib.Path | None = None,
                    fragments: tuple[pathlib.Path, ...] = (),
-                   localversion: str) -> pathlib.Path:
+                   localversion: str, arch: str = "x86_64") -> pathlib.Path:
     """build/kernel/NAME holding REV of TREE (plus PATCH) built with
     FRAGMENTS: found there already, or written to SRC and built. The
     caller holds lock() until its last boot of it."""
     from . import kbuild
     revision = revision_id(rev, patch)
     out = build_dir(name)
-    if kbuild.built_as(out, revision, fragments, localversion):
+    if kbuild.built_as(out, revision, fragments, localversion, arch):
         # its storms are made before the boots (matrix.measure)
         print(f"{what}: {out.relative_to(REPO)} already holds {revision}",
               file=sys.stderr, flush=True)
@@ -313,7 +313,8 @@ def build_revision(tree: pathlib.Path, rev: str, name: str, what: str, *,
     print(f"{what}: building {out.relative_to(REPO)} ({revision})",
           file=sys.stderr, flush=True)
     built = kbuild.build(SRC, out, fragments=fragments,
-                         localversion=localversion, revision=revision)
+                         localversion=localversion, revision=revision,
+                         arch=arch)
     print(f"{what}: {built.release} built in {built.seconds:.0f} s",
           file=sys.stderr, flush=True)
     return out
