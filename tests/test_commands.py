@@ -233,6 +233,33 @@ def test_ab_dry_run(capsys, tree):
     assert "storm ab: to build: " in out
 
 
+def test_ab_arm64_plans_builds_of_its_own(monkeypatch):
+    """An arm64 ab builds into directories of its own (objects of two
+    architectures never mix), cross-compiled."""
+    from stormsuite import ab
+    args = ab.parser().parse_args(["--tree", ".", "--base", "v1",
+                                   "--patched", "v2", "--arch", "arm64",
+                                   "ipistorm"])
+    plans = ab.plan_builds("a" * 40, "b" * 40, args)
+    assert [out.name for _, out, _, _, _ in plans] == [
+        "ab-base-arm64", "ab-patched-arm64"]
+    args.arch = "x86_64"
+    assert [out.name for _, out, _, _, _ in ab.plan_builds(
+        "a" * 40, "b" * 40, args)] == ["ab-base", "ab-patched"]
+
+
+@pytest.mark.parametrize("command", ["matrix", "ab"])
+def test_a_box_is_the_architecture_it_is(capsys, command, tree, tmp_path):
+    conf = tmp_path / "box.conf"
+    conf.write_text("")
+    revs = ["--tree", tree, "--base", "v1", "--patched", "HEAD"] \
+        if command == "ab" else []
+    rc, out, err = storm(capsys, command, *revs, "--box", conf, "--arch",
+                         "arm64", "--dry-run", "ipistorm")
+    assert rc == 2
+    assert "--arch: a box is the architecture it is (--box)" in err
+
+
 def test_ab_refuses_a_missing_patch(capsys, tree, tmp_path):
     rc, out, err = storm(capsys, "ab", "--tree", tree, "--base", "v1",
                          "--patch", tmp_path / "no.patch", "ipistorm")

@@ -59,6 +59,7 @@ def parser() -> argparse.ArgumentParser:
                    "kernel's series directory)")
     options.add_guest_options(p, "kernel")
     options.add_box_options(p)
+    options.add_arch_option(p)
     p.add_argument("--kconfig", type=pathlib.Path,
                    help="with --box: the configuration both builds start "
                    "from (default: the box's running kernel's); "
@@ -91,6 +92,8 @@ def main(argv: list[str]) -> int:
             print(f"storm ab: {args.patch} does not apply to {base[:12]}: "
                   f"{e}", file=sys.stderr)
             return 2
+    if args.box and args.arch != "x86_64":
+        p.error("--arch: a box is the architecture it is (--box)")
     if args.box:
         return box_main(p, args, tree, base, patched)
     if args.kconfig:
@@ -100,7 +103,8 @@ def main(argv: list[str]) -> int:
         todo = [name for name, out, rev, patch, localversion
                 in plan_builds(base, patched, args)
                 if not kbuild.built_as(out, source.revision_id(rev, patch),
-                                       fragments_of(args), localversion)]
+                                       fragments_of(args), localversion,
+                                       args.arch)]
         # a build whose objects are all in ccache: 2 min here; from a
         # cold cache, a quarter of an hour
         matrix.print_plan("storm ab", 2, args,
@@ -122,7 +126,8 @@ def main(argv: list[str]) -> int:
                  zip(outs, matrix.unique_labels(
                      [matrix.label_for(r, args.append) for r in releases]))]
         return matrix.measure_and_compare(sides, args, "storm ab", took,
-                                          build_seconds)
+                                          build_seconds,
+                                          machines.Guests(args.arch))
 
 
 BUILD_SECONDS = 120
@@ -180,8 +185,10 @@ def plan_builds(base: str, patched: str, args: argparse.Namespace
     else:
         sides = [("base", base, None, f"-storm-{base[:7]}"),
                  ("patched", patched, None, f"-storm-{patched[:7]}")]
-    return [(name, source.BUILD_ROOT / f"ab-{name}", rev, p, localversion)
-            for name, rev, p, localversion in sides]
+    # an arm64 build's objects never mix with an x86 one's
+    arch = "" if args.arch == "x86_64" else f"-{args.arch}"
+    return [(name, source.BUILD_ROOT / f"ab-{name}{arch}", rev, p,
+             localversion) for name, rev, p, localversion in sides]
 
 
 def build_both(tree: pathlib.Path, base: str, patched: str,
@@ -194,6 +201,7 @@ def build_both(tree: pathlib.Path, base: str, patched: str,
         t0 = time.monotonic()
         outs.append(source.build_revision(
             tree, rev, out.name, f"storm ab: {name}", patch=side_patch,
-            fragments=fragments_of(args), localversion=localversion))
+            fragments=fragments_of(args), localversion=localversion,
+            arch=args.arch))
         took.append(f"{name} {time.monotonic() - t0:.0f} s")
     return outs, ", ".join(took)

@@ -216,10 +216,7 @@ def parser() -> argparse.ArgumentParser:
                    "and boot arguments (e.g. handler_ns=0,250: what the "
                    "parameter costs); the first value is the baseline")
     options.add_guest_options(p, "combination")
-    p.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64",
-                   help="the guests' architecture (default x86_64); arm64: "
-                   "Debian's arm64 6.1 and 6.12 under emulation "
-                   "(docs/arm64.md)")
+    options.add_arch_option(p)
     options.add_box_options(p)
     p.add_argument("--trace", action="store_true",
                    help="also one trace-cmd run per boot (kept apart from "

@@ -71,6 +71,14 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                    "time; run nothing")
 
 
+def add_arch_option(p: argparse.ArgumentParser) -> None:
+    """--arch: the guests' architecture (matrix, ab)."""
+    p.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64",
+                   help="the guests' architecture (default x86_64); arm64: "
+                   "Debian's arm64 kernels, or kernels cross-built for "
+                   "arm64, under emulation (docs/arm64.md)")
+
+
 def check_guest_options(p: argparse.ArgumentParser,
                         args: argparse.Namespace,
                         one_boot: bool = False) -> None:
