@@ -18,7 +18,8 @@ import subprocess
 import pytest
 
 import conftest
-from conftest import Case, assert_clean, assert_start_and_end
+import test_insn_guest
+from conftest import Case, GuestRun, assert_clean, assert_start_and_end
 from stormsuite import REPO, metrics, runs
 
 pytestmark = pytest.mark.guest
@@ -196,3 +197,18 @@ def test_tlbstorm_flushes_take_no_ipi(booted):
         assert [cal(res, cpu) for cpu in (0, 1, 2)] == [0, 0, 0], res
     # the user-mode check of held flushes says why it is not done
     assert "broadcast TLBI: no IPI" in case(booted, "a64_tlb_user").dmesg
+
+
+def test_the_instruction_counter_counts_a_known_loop_exactly(booted):
+    """The arm64 marker (movz xzr) read by the plugin in
+    qemu-system-aarch64: a loop of subs, b.ne between two markers counts
+    2 an iteration, exactly, as dec, jnz does on x86."""
+    run = GuestRun(f"arm64 {KERNEL}", "", booted, 0, "", "")
+    counts = [c[test_insn_guest.LOOP_CPU]
+              for c in test_insn_guest.loop_counts(run)]
+    loops, per = test_insn_guest.LOOPS, test_insn_guest.INSNS_PER_LOOP
+    assert counts[0] == counts[2], counts
+    assert counts[1] - counts[0] == per * (loops[1] - loops[0]), counts
+    assert counts[3] - counts[0] == per * (loops[3] - loops[0]), counts
+    assert 0 < counts[0] - per * loops[0] < 100, counts
+    assert (booted / "insn" / "loop-refused").read_text() == ""

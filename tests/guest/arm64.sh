@@ -25,6 +25,9 @@ storm_case a64_slab_remote slabstorm mode=remote numobj=3000 cpulist=1-3
 storm_case a64_rcu rcustorm numgp=100 cpulist=0 busy=1-2
 storm_quick_case a64_bad_cpu ipistorm numipi=10 single=1 cpulist=64
 
+# the instruction counter's known loop: subs, b.ne
+insn_loops "$(case_dir insn)"
+
 # the product's own command: run files with instruction counts
 mkdir -p "$OUT/results"
 STORM_RESULTS=$OUT/results scripts/storm run --runs 3 ipistorm \

@@ -14,21 +14,7 @@ if [ -z "${STORM_INSN_LOG:-}" ]; then
 	exit 0
 fi
 
-# insmod runs the module's init on the CPU it runs on: CPU 1
-i=0
-for n in 1000 2000 1000 101000; do
-	i=$((i + 1))
-	from=$(wc -c <"$STORM_INSN_LOG")
-	taskset -c 1 insmod "$KO/insnloop.ko" loops=$n 2>"$d/loop-$i.err"
-	echo $? >"$d/loop-$i.rc"
-	rmmod insnloop 2>/dev/null
-	tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$d/loop-$i-$n"
-done
-# refused: nothing between markers, no marks written
-from=$(wc -c <"$STORM_INSN_LOG")
-insmod "$KO/insnloop.ko" loops=0 2>"$d/loop-refused.err"
-echo $? >"$d/loop-refused.rc"
-tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$d/loop-refused"
+insn_loops "$d"
 
 # storm run's capture, every run file with its window's counts; a known
 # change in one boot: the handler's loop adds 2 x handler_loops

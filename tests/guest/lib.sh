@@ -124,6 +124,28 @@ storm_threads() {
 	done
 }
 
+# insn_loops DIR: the instruction counter's known loop
+# (tests/kmod/insnloop.c) loaded with 1000, 2000, 1000 and 101000
+# iterations on CPU 1 (insmod runs the module's init on its own CPU),
+# and once refused; each load's marker lines in DIR/loop-I-N
+# (tests/test_insn_guest.py's loop_counts reads them)
+insn_loops() {
+	i=0
+	for n in 1000 2000 1000 101000; do
+		i=$((i + 1))
+		from=$(wc -c <"$STORM_INSN_LOG")
+		taskset -c 1 insmod "$KO/insnloop.ko" loops=$n 2>"$1/loop-$i.err"
+		echo $? >"$1/loop-$i.rc"
+		rmmod insnloop 2>/dev/null
+		tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$1/loop-$i-$n"
+	done
+	# refused: nothing between markers, no marks written
+	from=$(wc -c <"$STORM_INSN_LOG")
+	insmod "$KO/insnloop.ko" loops=0 2>"$1/loop-refused.err"
+	echo $? >"$1/loop-refused.rc"
+	tail -c +$((from + 1)) "$STORM_INSN_LOG" >"$1/loop-refused"
+}
+
 # case_insmod MODULE [PARAM=VALUE...]: the case's load, stderr kept.
 # Not for `&`: $! would be the subshell running the function, which a
 # signal ends without reaching insmod (case_insmod_bg is).

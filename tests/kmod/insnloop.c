@@ -6,7 +6,8 @@
  *   insmod insnloop.ko loops=N
  *
  * runs, with interrupts off on the loading CPU, the begin marker, a loop
- * of two instructions (dec, jnz) N times, and the end marker, then stays
+ * of two instructions (dec, jnz; on arm64 subs, b.ne) N times, and the
+ * end marker, then stays
  * loaded until rmmod. The counter sees 2 * N plus a constant on that CPU:
  * loads with N1 and N2 differ by exactly 2 * (N2 - N1).
  */
@@ -37,6 +38,8 @@ static int __init insnloop_init(void)
 	storm_mark(STORM_MARK_BEGIN);
 #ifdef CONFIG_X86
 	asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r" (n) : : "cc");
+#elif defined(CONFIG_ARM64)
+	asm volatile("1:\n\tsubs %0, %0, #1\n\tb.ne 1b" : "+r" (n) : : "cc");
 #endif
 	storm_mark(STORM_MARK_END);
 	local_irq_restore(flags);
