@@ -210,5 +210,8 @@ def test_the_instruction_counter_counts_a_known_loop_exactly(booted):
     assert counts[0] == counts[2], counts
     assert counts[1] - counts[0] == per * (loops[1] - loops[0]), counts
     assert counts[3] - counts[0] == per * (loops[3] - loops[0]), counts
-    assert 0 < counts[0] - per * loops[0] < 100, counts
+    # blocks count whole at their entry: the begin marker's block holds
+    # the loop's first iteration (counted before the window opens), the
+    # end marker's block is counted in it; on arm64 the two cancel (0)
+    assert 0 <= counts[0] - per * loops[0] < 100, counts
     assert (booted / "insn" / "loop-refused").read_text() == ""
