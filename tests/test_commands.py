@@ -248,16 +248,30 @@ def test_ab_arm64_plans_builds_of_its_own(monkeypatch):
         "a" * 40, "b" * 40, args)] == ["ab-base", "ab-patched"]
 
 
-@pytest.mark.parametrize("command", ["matrix", "ab"])
+@pytest.mark.parametrize("command", ["matrix", "ab", "bisect"])
 def test_a_box_is_the_architecture_it_is(capsys, command, tree, tmp_path):
     conf = tmp_path / "box.conf"
     conf.write_text("")
-    revs = ["--tree", tree, "--base", "v1", "--patched", "HEAD"] \
-        if command == "ab" else []
+    revs = {"matrix": [],
+            "ab": ["--tree", tree, "--base", "v1", "--patched", "HEAD"],
+            "bisect": ["--tree", tree, "--good", "v1", "--bad", "HEAD"]
+            }[command]
     rc, out, err = storm(capsys, command, *revs, "--box", conf, "--arch",
                          "arm64", "--dry-run", "ipistorm")
     assert rc == 2
     assert "--arch: a box is the architecture it is (--box)" in err
+
+
+def test_bisect_arm64_builds_apart(tmp_path):
+    """An arm64 bisect's three build directories are its own."""
+    from stormsuite import bisect, bisect_state
+    state = bisect_state.BisectState(
+        dir=str(tmp_path), tree=".", good="a" * 40, bad="b" * 40,
+        reading=None, arch="arm64", parent="c" * 40)
+    names = [bisect.build_for(state, sha)[0].name
+             for sha in ("a" * 40, "c" * 40, "d" * 40)]
+    assert names == ["bisect-good-arm64", "bisect-parent-arm64",
+                     "bisect-arm64"]
 
 
 def test_ab_refuses_a_missing_patch(capsys, tree, tmp_path):

@@ -107,6 +107,9 @@ def build_for(state: BisectState, sha: str) -> tuple[pathlib.Path, str]:
         name, localversion = PARENT_BUILD
     else:
         name, localversion = STEP_BUILD
+    # an arm64 bisect's objects never mix with an x86 one's
+    if state.arch != "x86_64":
+        name = f"{name}-{state.arch}"
     return source.build_dir(name), localversion
 
 
@@ -119,12 +122,14 @@ def ensure_built(state: BisectState, sha: str) -> pathlib.Path:
     out, localversion = build_for(state, sha)
     fragments = tuple(pathlib.Path(f) for f in state.config)
     try:
-        if kbuild.built_as(out, short(sha), fragments, localversion):
-            guest.build_modules(str(out))
+        if kbuild.built_as(out, short(sha), fragments, localversion,
+                           state.arch):
+            guest.build_modules(str(out), state.arch)
             return out
         source.checkout(tree, sha, "storm bisect")
         built = kbuild.build(source.SRC, out, fragments=fragments,
-                             localversion=localversion, revision=short(sha))
+                             localversion=localversion, revision=short(sha),
+                             arch=state.arch)
     except (kbuild.BuildError, guest.GuestError, source.SourceError) as e:
         raise MeasureError(f"build failed: {e}") from e
     # kbuild.build made the storms against it too
@@ -166,7 +171,7 @@ def build_and_boot(state: BisectState, requests: list[Request]
         series = guest.new_series_id()
         g = guest.Guest(str(out), state.append, state.cpus, state.memory,
                         state.timeout, no_build=True, insn=state.insn,
-                        accel=state.accel)
+                        accel=state.accel, arch=state.arch)
         plan.append([guest.Boot(g, label, series,
                                 f"{short(sha)} boot {k + 1}/{n}", steps)
                      for k in range(n)])
@@ -579,6 +584,7 @@ def parser() -> argparse.ArgumentParser:
                    "it (refused otherwise)")
     options.add_guest_options(p, "endpoint, first", boots=3,
                               runs_=DEFAULT_RUNS)
+    options.add_arch_option(p)
     p.add_argument("--max-boots", type=int, default=MAX_BOOTS,
                    help="boots of one commit before the odds as they "
                    f"stand decide (default {MAX_BOOTS})")
@@ -745,7 +751,10 @@ def new_state(args: argparse.Namespace, tree: pathlib.Path, good: str,
         cpus=args.cpus, memory=args.memory, timeout=args.timeout,
         insn=getattr(args, "insn", True),
         accel=getattr(args, "accel", "tcg"),
-        build_dir=str(source.BUILD_ROOT / STEP_BUILD[0]),
+        arch=getattr(args, "arch", "x86_64"),
+        build_dir=str(source.BUILD_ROOT / (
+            STEP_BUILD[0] + ("" if getattr(args, "arch", "x86_64") ==
+                             "x86_64" else f"-{args.arch}"))),
         localversion="-storm", results=str(state_dir / "runs"),
         measurer=args.measurer)
 
@@ -1034,7 +1043,7 @@ def contradictions(given: dict[str, Any], state: BisectState,
     # what stopped the bisect; a resume may raise it)
     for dest in ("boots", "runs", "warmup", "max_boots", "jobs",
                  "endpoint_max_boots", "confidence", "append", "cpus",
-                 "memory", "accel", "measurer"):
+                 "memory", "accel", "arch", "measurer"):
         if dest in given and given[dest] != getattr(state, dest):
             diffs.append(f"--{dest.replace('_', '-')} {given[dest]}, the "
                          f"bisect's is {getattr(state, dest)}")
@@ -1119,6 +1128,8 @@ def main(argv: list[str]) -> int:
                     "keeps no state.json to resume from")
         return resume(argv, args)
     check_options(p, args)
+    if args.box and args.arch != "x86_64":
+        p.error("--arch: a box is the architecture it is (--box)")
     if args.box:
         return box_main(p, args)
     if args.kconfig:

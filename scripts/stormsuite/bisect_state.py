@@ -244,6 +244,7 @@ class BisectState:
     timeout: int = 0
     insn: bool = True
     accel: str = "tcg"
+    arch: str = "x86_64"        # the guests': arm64 builds cross-compiled
     build_dir: str = ""
     localversion: str = "-storm"
     results: str = ""
