@@ -130,8 +130,15 @@ def test_many_all_and_async(booted):
 
 
 def test_sent_counts_match_received(booted):
+    """Every call's IPI sent through arm64's send functions (the probes
+    say which), and taken: a few more may be sent than taken, as on x86
+    (a send to a CPU with one pending merges; another sender's)."""
     res = ok(case(booted, "a64_sent"), "ipistorm")
-    assert int(res["sent.1.CAL"]) == cal(res, 1) == 1000
+    assert res["sent.source"].split()[1:3] == [
+        "arch_send_call_function_ipi_mask",
+        "arch_send_call_function_single_ipi"]
+    assert cal(res, 1) == 1000
+    assert int(res["sent.1.CAL"]) - 1000 in range(conftest.STRAY_CAL + 1)
 
 
 def test_handler_loops(booted):
