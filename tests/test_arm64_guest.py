@@ -178,6 +178,7 @@ def test_storm_run_writes_run_files_with_instructions(booted):
         assert run["env"]["machine"] == "aarch64"
         assert run["interrupts"]["rows"]["CAL"]["description"] == \
             "Function call interrupts"
+        assert run["interrupts"]["rows"]["CAL"]["kernel_name"] == "IPI1"
         assert run["insn"]["source"] == "tcg-plugin"
         assert metrics.ops_of("ipistorm", run["result"]) == 2000
         rows = {m.name: v for m, v in metrics.insn_rows("ipistorm",

@@ -116,3 +116,13 @@ def test_arm64_delta_names_the_ipis_by_tag():
     assert d.rows["CAL"].kernel_name == "IPI1"   # ticks moved in between
     assert interrupts.lkp_name("CAL", "Function call interrupts") == \
         "interrupts.CAL:Function_call_interrupts"
+
+
+def test_arm64_section_keeps_the_kernels_names():
+    """A run file's interrupts section says which arm64 row a tag is."""
+    raw = [(DATA / f"interrupts-6.12-arm64-4cpu.{w}").read_text()
+           for w in ("before", "after")]
+    rows = interrupts.section(*raw)["rows"]
+    assert rows["CAL"]["kernel_name"] == "IPI1"
+    assert rows["LOC"]["kernel_name"] == "11"
+    assert "kernel_name" not in rows["IPI2"]

@@ -141,6 +141,8 @@ def section(before_text: str, after_text: str) -> dict:
             "delta": moved.rows[name].counts,
             "total": sum(moved.rows[name].counts),
         }
+        if row.kernel_name:
+            rows[name]["kernel_name"] = row.kernel_name
     return {"cpus": list(after.cpus), "rows": rows}
 
 

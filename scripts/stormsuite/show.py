@@ -53,6 +53,10 @@ def summary(res: dict[str, str]) -> str:
         if per:
             cells = " ".join(f"{c}:{v}" for c, v in sorted(per.items()))
             lines.append(f"  {row} by cpu: {cells}  (total {sum(per.values())})")
+    for key in ("irq.source", "flush_ipi"):
+        # where arm64's counts come from, and why its flushes take none
+        if key in res:
+            lines.append(f"  {key}: {res[key]}")
     for row in ("CAL", "RES"):
         for source, what in (("sent", "sent to"), ("sent_by", "sent by")):
             per = result.per_cpu(res, row, source)
