@@ -2,6 +2,7 @@
 #
 # make                  build every module for the running kernel
 # make KDIR=<dir>       ... for the kernel whose headers or build tree is <dir>
+#                       (an arm64 one cross-built: aarch64-linux-gnu-)
 # make all-kernels      ... for every kernel with headers in /lib/modules
 # make check            W=1 build for every installed kernel, fail on warnings
 # make plugin           the storm-insn QEMU plugin (build/qemu-plugin/)
@@ -39,6 +40,17 @@ unbuildable = rel=$$(sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 	elif [ -n "$$cc" ] && ! command -v "$$cc" >/dev/null 2>&1; then \
 		echo "$$rel was built with $$cc, which is not installed: install it, or build that kernel from source with this host's compiler (docs/kernels.md)"; \
 	fi
+
+# A kernel of another architecture than this host's (arm64 here, Debian's
+# headers or a cross-built tree) is built for with its cross compiler:
+# the kernel's own configuration says which.
+KARCH := $(shell grep -qs '^CONFIG_ARM64=y' $(KDIR)/include/config/auto.conf && echo arm64)
+ifeq ($(KARCH),arm64)
+ifneq ($(shell uname -m),aarch64)
+CROSS_COMPILE ?= aarch64-linux-gnu-
+endif
+KARCH_ARGS := ARCH=arm64 CROSS_COMPILE=$(CROSS_COMPILE)
+endif
 
 # A tree prepared for modules only (storm kernel build --prepare-only) has
 # no vmlinux to resolve symbols against: modpost warns instead of failing,
@@ -83,7 +95,7 @@ modules:
 	@for t in insnloop failalloc irqoff; do \
 		ln -sf ../../tests/kmod/$$t.c $(BUILD)/$$t.c; \
 	done
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) V=$(V) $(MODPOST_WARN) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) V=$(V) $(MODPOST_WARN) $(KARCH_ARGS) modules
 	@ls $(BUILD)/*.ko
 
 # A kernel that cannot be built for (below the floor, or its compiler

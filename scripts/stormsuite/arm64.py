@@ -30,7 +30,6 @@ ROOT = ARM64 / "root"
 HEADERS = ARM64 / "headers"
 APT = ARM64 / "apt"
 STAMP = ARM64 / ".fetched"
-CROSS_COMPILE = "aarch64-linux-gnu-"
 QEMU = "qemu-system-aarch64"
 # series -> the metapackage whose dependency names its ABI
 META = {"6.1": "linux-image-arm64", "6.12": "linux-image-6.12-arm64"}

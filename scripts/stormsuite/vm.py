@@ -98,8 +98,6 @@ def build_modules(kernel: kernels.Kernel, quiet: bool) -> None:
         return
     cmd = ["make", "-C", str(REPO), "--no-print-directory",
            f"KDIR={kernel.kdir}", "modules"]
-    if kernel.arch == "arm64":
-        cmd.append(f"CROSS_COMPILE={arm64.CROSS_COMPILE}")
     # Two guests of one kernel start at once (matrix, the tests,
     # debug-kernel): one make at a time per build/<release>, or the two
     # write the same objects and one fails on the other's half-written
