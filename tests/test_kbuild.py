@@ -324,3 +324,10 @@ def test_a_whole_config_is_the_base_under_the_guest_config(tmp_path,
                                        "flush": lambda self: None})())
     kbuild.configure(tmp_path, tmp_path, merged, 1, False)
     assert not any("GONE_IN_THIS_TREE" in n for n in notes), notes
+
+
+def test_an_arm64_build_is_named_apart():
+    """Its release differs from the same tree's x86 build, whose storms
+    and modules live in build/<release> too."""
+    assert kbuild.arch_localversion("-storm", "x86_64") == "-storm"
+    assert kbuild.arch_localversion("-storm", "arm64") == "-storm-arm64"

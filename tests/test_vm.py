@@ -375,6 +375,9 @@ def test_arm64_guest_mounts_in_order(tmp_path):
     assert "earlycon" not in append and "uart8250" not in append
 
 
-def test_arm64_kernels_are_debians_two():
+def test_arm64_kernels_are_debians_two_and_todays_built(tmp_path):
     with pytest.raises(kernels.KernelNotFound, match="6.1, 6.12"):
-        kernels.resolve("7.3", arch="arm64")
+        kernels.resolve("5.10", arch="arm64")
+    with pytest.raises(kernels.KernelNotFound,
+                       match="--series 7.3 --arch arm64"):
+        kernels.resolve("7.3", arch="arm64", series_root=tmp_path)
