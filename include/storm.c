@@ -662,7 +662,7 @@ static void storm_irqs_find(void)
 	if (storm_arm64_irqs.searched)
 		return;
 	storm_arm64_irqs.searched = true;
-	for (irq = 0; irq < nr_irqs; irq++) {
+	for (irq = 0; irq < storm_nr_irqs(); irq++) {
 		if (storm_arm64_irqs.ipi_base < 0 &&
 		    storm_irq_named(irq, "IPI")) {
 			storm_arm64_irqs.ipi_base = irq;

@@ -14,6 +14,7 @@
 #define _STORM_COMPAT_H
 
 #include <linux/bitops.h>
+#include <linux/irqnr.h>
 #include <linux/mm.h>
 #include <linux/mm_types.h>
 #include <linux/sched/coredump.h>
@@ -39,6 +40,13 @@
 #define storm_irq_stat_loc(st)	READ_ONCE((st)->apic_timer_irqs)
 #endif
 #endif /* CONFIG_X86 */
+
+/* The number of irqs: a variable until 6.13, then read by a function. */
+#ifdef STORM_HAVE_IRQ_GET_NR_IRQS
+#define storm_nr_irqs()		irq_get_nr_irqs()
+#else
+#define storm_nr_irqs()		nr_irqs
+#endif
 
 /*
  * The mm flag prctl(PR_SET_THP_DISABLE) sets: MMF_DISABLE_THP until 6.18,
