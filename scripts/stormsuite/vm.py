@@ -582,8 +582,15 @@ def main(argv: list[str]) -> int:
     except kernels.KernelNotFound as e:
         print(f"storm vm: {e}", file=sys.stderr)
         return 2
-    if args.arch == "arm64" and args.accel != "tcg":
+    if kernel.arch == "arm64" and args.accel != "tcg":
         p.error("--arch arm64 runs under emulation only (--accel tcg)")
+    if kernel.arch == "arm64":
+        # the guest's root, whichever arm64 kernel boots in it
+        try:
+            arm64.ensure()
+        except arm64.Arm64Error as e:
+            print(f"storm vm: arm64: {e}", file=sys.stderr)
+            return 2
     if not os.access(kernel.image, os.R_OK):
         print(f"storm vm: cannot read {kernel.image} (run as root)",
               file=sys.stderr)
