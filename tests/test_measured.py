@@ -77,3 +77,14 @@ def test_arm64_table_says_what_the_doc_says():
     aa = (MEASURED / "arm64-aa-6.12.txt").read_text()
     verdicts = [x for x in aa.splitlines() if "(p=" in x]
     assert len(verdicts) == 3 and all("  ~  (p=" in x for x in verdicts)
+
+
+def test_arm64_73_show_says_what_the_doc_says():
+    """docs/arm64.md: the cross-built 7.3 on arm64, one CAL per call,
+    no IPI for a flush, one per busy CPU per grace period."""
+    text = (MEASURED / "arm64-7.3-show.txt").read_text()
+    assert "ipistorm on 7.3.4-storm-arm64: done" in text
+    assert "2000 calls" in text and "target CAL +2000" in text
+    assert "flush_ipi: none (broadcast TLBI)" in text
+    assert "CAL by cpu: 0:0 1:0 2:0 " in text      # tlbstorm's flusher, mm
+    assert "CAL by cpu: 0:50 1:50 2:50 " in text   # rcustorm
