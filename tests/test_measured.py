@@ -88,3 +88,11 @@ def test_arm64_73_show_says_what_the_doc_says():
     assert "flush_ipi: none (broadcast TLBI)" in text
     assert "CAL by cpu: 0:0 1:0 2:0 " in text      # tlbstorm's flusher, mm
     assert "CAL by cpu: 0:50 1:50 2:50 " in text   # rcustorm
+
+
+def test_arm64_ab_says_what_the_doc_says():
+    text = (MEASURED / "arm64-ab-comment-7.3.txt").read_text()
+    assert "insn per call (sender)  371.4 -> 371.4   ~" in text
+    assert "insn per call (target)  1104 -> 1104   ~" in text
+    assert text.count("cannot tell: one boot") == 2
+    assert "builds 319 s" in text
