@@ -96,3 +96,11 @@ def test_arm64_ab_says_what_the_doc_says():
     assert "insn per call (target)  1104 -> 1104   ~" in text
     assert text.count("cannot tell: one boot") == 2
     assert "builds 319 s" in text
+
+
+def test_arm64_bisect_refused_what_the_doc_says():
+    text = (MEASURED / "arm64-bisect-comment-7.3.txt").read_text()
+    assert "built af833ee29f2f in 133 s" in text
+    assert "built d70325d0382f in 137 s" in text
+    assert "refusing to bisect: the endpoints do not differ" in text
+    assert "8+8 boots x 10 runs" in text
