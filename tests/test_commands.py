@@ -262,6 +262,42 @@ def test_a_box_is_the_architecture_it_is(capsys, command, tree, tmp_path):
     assert "--arch: a box is the architecture it is (--box)" in err
 
 
+@pytest.mark.parametrize("command, extra, says", [
+    ("matrix", ["--box", "BOX", "--append", "nohz=off"],
+     "--append: a box boots with its ktest.pl config's command line"),
+    ("ab", ["--box", "BOX", "--config", "FRAG"],
+     "--config: fragments of a guest kernel"),
+    ("ab", ["--box", "BOX", "--append", "nohz=off"],
+     "--append: a box boots with its ktest.pl config's command line"),
+    ("ab", ["--kconfig", "FRAG"], "--kconfig: the start of a box's builds"),
+    ("bisect", ["--box", "BOX", "--append", "nohz=off"],
+     "--append: not with --box"),
+    ("bisect", ["--box", "BOX", "--config", "FRAG"],
+     "--config: not with --box"),
+    ("bisect", ["--box", "BOX", "--dry-run"], "--dry-run: not with --box"),
+    ("bisect", ["--kconfig", "FRAG"],
+     "--kconfig: the start of a box's builds"),
+    ("bisect", ["--box", "BOX", "--resume", "STATE"],
+     "--resume: a bisect on a box is ktest.pl's"),
+])
+def test_box_options_that_do_not_go_together(capsys, tree, tmp_path,
+                                             command, extra, says):
+    """What a box's design cannot take is refused before anything is
+    built or booted, each with its reason."""
+    (tmp_path / "box.conf").write_text("")
+    (tmp_path / "frag.config").write_text("CONFIG_SMP=y\n")
+    (tmp_path / "state").mkdir()
+    extra = [{"BOX": tmp_path / "box.conf", "FRAG": tmp_path / "frag.config",
+              "STATE": tmp_path / "state"}.get(w, w) for w in extra]
+    revs = {"matrix": [],
+            "ab": ["--tree", tree, "--base", "v1", "--patched", "HEAD"],
+            "bisect": ["--tree", tree, "--good", "v1", "--bad", "HEAD"]
+            }[command]
+    rc, out, err = storm(capsys, command, *revs, *extra, "ipistorm")
+    assert rc == 2, err
+    assert says in err
+
+
 def test_bisect_arm64_builds_apart(tmp_path):
     """An arm64 bisect's three build directories are its own."""
     from stormsuite import bisect, bisect_state
