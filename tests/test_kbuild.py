@@ -329,5 +329,5 @@ def test_a_whole_config_is_the_base_under_the_guest_config(tmp_path,
 def test_an_arm64_build_is_named_apart():
     """Its release differs from the same tree's x86 build, whose storms
     and modules live in build/<release> too."""
-    assert kbuild.arch_localversion("-storm", "x86_64") == "-storm"
-    assert kbuild.arch_localversion("-storm", "arm64") == "-storm-arm64"
+    assert kbuild.arch_named("-storm", "x86_64") == "-storm"
+    assert kbuild.arch_named("-storm", "arm64") == "-storm-arm64"

@@ -185,10 +185,9 @@ def plan_builds(base: str, patched: str, args: argparse.Namespace
     else:
         sides = [("base", base, None, f"-storm-{base[:7]}"),
                  ("patched", patched, None, f"-storm-{patched[:7]}")]
-    # an arm64 build's objects never mix with an x86 one's
-    arch = "" if args.arch == "x86_64" else f"-{args.arch}"
-    return [(name, source.BUILD_ROOT / f"ab-{name}{arch}", rev, p,
-             localversion) for name, rev, p, localversion in sides]
+    return [(name, source.BUILD_ROOT / kbuild.arch_named(f"ab-{name}",
+                                                         args.arch),
+             rev, p, localversion) for name, rev, p, localversion in sides]
 
 
 def build_both(tree: pathlib.Path, base: str, patched: str,

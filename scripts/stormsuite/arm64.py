@@ -142,12 +142,12 @@ def kbuild_of(headers_deb: pathlib.Path) -> str:
 
 
 def download(conf: pathlib.Path, packages: list[str]) -> list[pathlib.Path]:
+    """The .debs of PACKAGES, downloaded into APT/debs."""
     debs = APT / "debs"
     debs.mkdir(exist_ok=True)
-    for deb in debs.glob("*.deb"):
-        deb.unlink()
+    before = set(debs.glob("*.deb"))
     apt(conf, "apt-get", "download", "-q", *packages, cwd=debs)
-    return sorted(debs.glob("*.deb"))
+    return sorted(set(debs.glob("*.deb")) - before)
 
 
 def releases() -> dict[str, str]:
@@ -187,25 +187,18 @@ def fetch() -> dict[str, str]:
                    f"linux-headers-{common}"]
     say(f"downloading {', '.join(sorted(images.values()))}, their headers "
         "and the guest's busybox, bash, libc and python3")
+    for old in (APT / "debs").glob("*.deb"):
+        old.unlink()    # a fetch that stopped half-way left them
     debs = download(conf, wanted)
     kbuilds = sorted({kbuild_of(d) for d in debs
                       if d.name.startswith("linux-headers-")
                       and d.name.endswith("_arm64.deb")})
-    debs += download_more(conf, [f"{k}:amd64" for k in kbuilds])
+    debs += download(conf, [f"{k}:amd64" for k in kbuilds])
     unpack(debs)
     STAMP.write_text("".join(f"{d.name}\n" for d in debs))
     for deb in debs:
         deb.unlink()
     return releases()
-
-
-def download_more(conf: pathlib.Path, packages: list[str]
-                  ) -> list[pathlib.Path]:
-    """download() without clearing what the first one fetched."""
-    debs = APT / "debs"
-    before = set(debs.glob("*.deb"))
-    apt(conf, "apt-get", "download", "-q", *packages, cwd=debs)
-    return sorted(set(debs.glob("*.deb")) - before)
 
 
 def unpack(debs: list[pathlib.Path]) -> None:

@@ -107,10 +107,7 @@ def build_for(state: BisectState, sha: str) -> tuple[pathlib.Path, str]:
         name, localversion = PARENT_BUILD
     else:
         name, localversion = STEP_BUILD
-    # an arm64 bisect's objects never mix with an x86 one's
-    if state.arch != "x86_64":
-        name = f"{name}-{state.arch}"
-    return source.build_dir(name), localversion
+    return source.build_dir(kbuild.arch_named(name, state.arch)), localversion
 
 
 def ensure_built(state: BisectState, sha: str) -> pathlib.Path:
@@ -752,9 +749,8 @@ def new_state(args: argparse.Namespace, tree: pathlib.Path, good: str,
         insn=getattr(args, "insn", True),
         accel=getattr(args, "accel", "tcg"),
         arch=getattr(args, "arch", "x86_64"),
-        build_dir=str(source.BUILD_ROOT / (
-            STEP_BUILD[0] + ("" if getattr(args, "arch", "x86_64") ==
-                             "x86_64" else f"-{args.arch}"))),
+        build_dir=str(source.BUILD_ROOT / kbuild.arch_named(
+            STEP_BUILD[0], getattr(args, "arch", "x86_64"))),
         localversion="-storm", results=str(state_dir / "runs"),
         measurer=args.measurer)
 

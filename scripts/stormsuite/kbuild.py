@@ -288,11 +288,12 @@ def release_of(out: pathlib.Path) -> str:
     return m.group(1)
 
 
-def arch_localversion(localversion: str, arch: str) -> str:
-    """The release suffix of a build for ARCH: an arm64 build of a tree
-    is named apart from its x86 build (7.3.4-storm-arm64), since the
-    storms' objects and a guest's modules live in build/<release>."""
-    return localversion if arch == "x86_64" else f"{localversion}-{arch}"
+def arch_named(name: str, arch: str) -> str:
+    """A build's directory name or release suffix for ARCH: an arm64
+    build is named apart from the x86 one (debian-7.3-arm64,
+    7.3.4-storm-arm64), since their objects, and the storms' in
+    build/<release>, must never mix."""
+    return name if arch == "x86_64" else f"{name}-{arch}"
 
 
 def fragment_id(fragments: tuple[pathlib.Path, ...],
@@ -313,7 +314,7 @@ def built_as(out: pathlib.Path, revision: str,
     return bool(revision) and not revision.endswith("-dirty") \
         and done.get("revision") == revision \
         and done.get("fragment") == fragment_id(fragments, arch) \
-        and done.get("localversion") == arch_localversion(localversion,
+        and done.get("localversion") == arch_named(localversion,
                                                           arch)
 
 
@@ -351,7 +352,7 @@ def build(tree: pathlib.Path, out: pathlib.Path | None = None, *,
     started = time.monotonic()
     if revision is None:
         revision = git_revision(tree)
-    localversion = arch_localversion(localversion, arch)
+    localversion = arch_named(localversion, arch)
     configure(tree, out, merged_fragment(list(fragments), arch), jobs,
               progress, arch)
     run_make(make_args(tree, out, jobs, arch), out / "build.log",
@@ -384,7 +385,7 @@ def prepare(tree: pathlib.Path, out: pathlib.Path, *,
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     jobs = jobs or os.cpu_count() or 1
-    localversion = arch_localversion(localversion, arch)
+    localversion = arch_named(localversion, arch)
     configure(tree, out, merged_fragment([], arch), jobs, progress, arch)
     run_make(make_args(tree, out, jobs, arch) + ["modules_prepare"],
              out / "build.log", "modules_prepare", progress, localversion)

@@ -26,8 +26,7 @@ def series_build(series: str, root: pathlib.Path = SERIES_BUILDS,
                  arch: str = "x86_64") -> pathlib.Path:
     """Where `storm kernel build --series SERIES [--arch ARCH]` puts its
     kernel."""
-    return root / (f"debian-{series}" if arch == "x86_64"
-                   else f"debian-{series}-{arch}")
+    return root / kbuild.arch_named(f"debian-{series}", arch)
 
 
 class KernelNotFound(Exception):
