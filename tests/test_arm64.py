@@ -1,6 +1,8 @@
 """stormsuite.arm64: Debian's arm64 kernels and guest root, without a
 network (what can be checked before anything is fetched)."""
 
+import pytest
+
 from stormsuite import arm64
 
 
@@ -28,3 +30,10 @@ def test_releases_by_series(tmp_path, monkeypatch):
     monkeypatch.setattr(arm64, "ROOT", tmp_path)
     assert arm64.releases() == {"6.1": "6.1.0-56-arm64",
                                 "6.12": "6.12.117+deb12-arm64"}
+
+
+def test_no_host_sources_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(arm64, "APT", tmp_path / "apt")
+    monkeypatch.setattr(arm64, "host_sources", lambda: {})
+    with pytest.raises(arm64.Arm64Error, match="no apt sources"):
+        arm64.apt_config()

@@ -158,12 +158,17 @@ def test_slabstorm(booted):
     ok(case(booted, "a64_slab_remote"), "slabstorm")
 
 
-def test_a_bad_parameter_is_refused(booted):
+@pytest.mark.parametrize("name, reason", [
+    ("a64_bad_cpu", "cpulist=64: not a valid CPU list below 4"),
+    ("a64_tlb_inject", "inject_miscount=1: this arch flushes by broadcast "
+     "TLBI, with no TLB interrupt to check"),
+])
+def test_a_bad_parameter_is_refused(booted, name, reason):
     """As on x86 (conftest.assert_refused), in busybox insmod's words."""
-    c = case(booted, "a64_bad_cpu")
+    c = case(booted, name)
     assert c.rc != 0
     assert "can't insert" in c.stderr and "Invalid argument" in c.stderr
-    assert "cpulist=64: not a valid CPU list below 4" in c.dmesg
+    assert reason in c.dmesg
     assert not c.has_result and "End of test" not in c.dmesg
     assert_clean(c.dmesg)
 

@@ -103,6 +103,18 @@ def test_arm64_show_says_what_was_fetched(capsys, monkeypatch, tmp_path):
                    f"headers {kdir}\n")
 
 
+def test_show_says_where_arm64_counts_come_from(capsys):
+    """An arm64 tlbstorm result: its IPI rows' source and why its flushes
+    take none, from the module's own lines."""
+    rc, out, err = storm(capsys, "show", DATA / "tlbstorm-6.12-arm64.result")
+    assert rc == 0, err
+    assert out.startswith("tlbstorm on 6.12.117+deb12-arm64: done")
+    assert "  irq.source: IPI irqs RES 1 CAL 2, TLB none, LOC arch_timer " \
+        "irq 11\n" in out
+    assert "  flush_ipi: none (broadcast TLBI)\n" in out
+    assert "irq.source" not in storm(capsys, "show", RUN)[1]
+
+
 def test_show_refuses_what_is_not_a_run(capsys, tmp_path):
     rc, out, err = storm(capsys, "show", tmp_path)
     assert rc == 1 and out == ""

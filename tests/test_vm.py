@@ -381,3 +381,15 @@ def test_arm64_kernels_are_debians_two_and_todays_built(tmp_path):
     with pytest.raises(kernels.KernelNotFound,
                        match="--series 7.3 --arch arm64"):
         kernels.resolve("7.3", arch="arm64", series_root=tmp_path)
+
+
+def test_arm64_runs_under_emulation_only(fake_vng, capsys):
+    """An arm64 kernel under --accel kvm is refused before any boot: this
+    x86 host cannot run arm64 vCPUs natively."""
+    fake_vng.setattr(kernels, "resolve", lambda spec, **kw: kernels.Kernel(
+        image=vm.REPO, release="6.12.1-arm64", kdir=None, arch="arm64"))
+    with pytest.raises(SystemExit) as e:
+        vm.main(["--arch", "arm64", "--kernel", "6.12", "--accel", "kvm",
+                 "--", "true"])
+    assert e.value.code == 2
+    assert "--arch arm64 runs under emulation only" in capsys.readouterr().err

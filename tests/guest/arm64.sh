@@ -18,6 +18,8 @@ storm_case a64_loops ipistorm numipi=200 single=1 wait=1 cpulist=0 offset=1 \
 # arm64 flushes other CPUs' TLBs by broadcast TLBI: no IPI, said so
 storm_case a64_tlb_user tlbstorm numflush=200 targets=1-2 timeout=300
 storm_case a64_tlb_kernel tlbstorm mode=kernel numflush=200
+# no TLB interrupt to miscount: the check's injection is refused
+storm_quick_case a64_tlb_inject tlbstorm numflush=10 inject_miscount=1
 storm_case a64_slab_touched slabstorm mode=create numcache=100 cpu=0 \
 	cpulist=1-2 timeout=300
 storm_case a64_slab_remote slabstorm mode=remote numobj=3000 cpulist=1-3
