@@ -26,6 +26,9 @@ def src(tmp_path, monkeypatch):
     monkeypatch.setattr(source, "SRC", root / "src")
     monkeypatch.setattr(source, "MANIFEST", root / ".src-manifest.json")
     monkeypatch.setattr(source, "LOCK", root / ".src.lock")
+    monkeypatch.setattr(source, "REPO", tmp_path)
+    monkeypatch.setattr(source, "HOLDS", root / ".src-holds.json")
+    monkeypatch.setattr(source, "MODULES_LOCK", root / ".src-modules.lock")
     return root / "src"
 
 
@@ -203,3 +206,79 @@ def test_a_second_command_waits_for_the_first(tmp_path, src, capfd):
     assert waited > 0.5
     assert source.HELD not in os.environ
     assert "storm ab: waiting for storm bisect (pid" in capfd.readouterr().err
+
+
+PATCH = textwrap.dedent("""\
+    --- a/kernel/smp.c
+    +++ b/kernel/smp.c
+    @@ -1 +1 @@
+    -int a;
+    +int fixed;
+    """)
+
+
+def built(src: pathlib.Path, name: str, revision: str) -> pathlib.Path:
+    """A build directory of SRC, as kbuild leaves one, recorded."""
+    from stormsuite import kbuild
+    out = src.parent / name
+    out.mkdir()
+    (out / "source").symlink_to(src)
+    (out / kbuild.STAMP).write_text(f'{{"revision": "{revision}"}}\n')
+    source.record(out)
+    return out
+
+
+def test_the_storms_of_a_build_are_made_against_what_it_was_built_from(
+        tmp_path, src):
+    """ab builds base then patched, then makes base's storms: SRC must
+    hold base again, patch undone, for as long as they are made."""
+    a = repo(tmp_path / "a", FILES)
+    b = repo(tmp_path / "a", {"kernel/smp.c": "int b;\n"}, when="2")
+    patch = tmp_path / "fix.patch"
+    patch.write_text(PATCH)
+    source.checkout(tmp_path / "a", a, "t")
+    base = built(src, "ab-base", source.revision_id(a))
+    source.checkout(tmp_path / "a", a, "t", patch)
+    patched_id = source.revision_id(a, patch)
+    patched = built(src, "ab-patched", patched_id)
+    patch.unlink()  # the user's file may go: the build kept a copy
+    source.checkout(tmp_path / "a", b, "t")
+    with source.made_against(base, "storm vm"):
+        assert tree_of(src) == FILES
+    with source.made_against(patched, "storm vm"):
+        assert (src / "kernel" / "smp.c").read_text() == "int fixed;\n"
+    before = mtimes(src)
+    time.sleep(0.01)
+    with source.made_against(patched, "storm vm"):
+        assert mtimes(src) == before  # already there: nothing written
+    assert source.holds()["revision"] == patched_id
+
+
+def test_an_unrecorded_build_is_trusted_only_where_src_holds_its_revision(
+        tmp_path, src):
+    from stormsuite import kbuild
+    a = repo(tmp_path / "a", FILES)
+    b = repo(tmp_path / "a", {"kernel/smp.c": "int b;\n"}, when="2")
+    source.checkout(tmp_path / "a", a, "t")
+    old = built(src, "debug-6.1", source.revision_id(a))
+    (old / source.BUILT_FROM).unlink()
+    source.checkout(tmp_path / "a", b, "t")
+    with pytest.raises(source.SourceError, match="build it again"):
+        with source.made_against(old, "storm vm"):
+            pass
+    (old / kbuild.STAMP).write_text(
+        f'{{"revision": "{source.revision_id(b)}"}}\n')
+    with source.made_against(old, "storm vm"):
+        pass
+    assert source.built_from(old)["revision"] == source.revision_id(b)
+
+
+def test_a_kernel_not_built_from_src_is_left_alone(tmp_path, src):
+    a = repo(tmp_path / "a", FILES)
+    source.checkout(tmp_path / "a", a, "t")
+    headers = tmp_path / "linux-headers"
+    headers.mkdir()
+    before = mtimes(src)
+    with source.made_against(headers, "storm vm"):
+        pass
+    assert mtimes(src) == before and not source.LOCK.exists()

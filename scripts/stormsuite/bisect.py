@@ -127,6 +127,7 @@ def ensure_built(state: BisectState, sha: str) -> pathlib.Path:
         built = kbuild.build(source.SRC, out, fragments=fragments,
                              localversion=localversion, revision=short(sha),
                              arch=state.arch)
+        source.record(out)
     except (kbuild.BuildError, guest.GuestError, source.SourceError) as e:
         raise MeasureError(f"build failed: {e}") from e
     # kbuild.build made the storms against it too

@@ -20,6 +20,14 @@ since (a patch applied on top) is hashed again before it is trusted.
 
 One command at a time uses the directory (lock()); commands it starts
 (git bisect run's steps) inherit the lock.
+
+A build directory's storms are made against SRC's headers (kbuild's
+external modules read the source tree of an O= build), so SRC must hold
+what that directory was built from whenever they are made: an ab's base
+made while SRC holds the patched revision would take the patch's headers.
+checkout() records what SRC holds (HOLDS), each build records what it was
+built from (BUILT_FROM), and made_against() puts the two back in step
+before the storms are made.
 """
 
 from __future__ import annotations
@@ -44,6 +52,10 @@ from .kbuild import BUILD_ROOT
 SRC = BUILD_ROOT / "src"
 MANIFEST = BUILD_ROOT / ".src-manifest.json"
 LOCK = BUILD_ROOT / ".src.lock"
+HOLDS = BUILD_ROOT / ".src-holds.json"
+MODULES_LOCK = BUILD_ROOT / ".src-modules.lock"
+BUILT_FROM = ".storm-source.json"  # in a build directory
+BUILT_PATCH = ".storm-source.patch"  # its patch, kept with it
 HELD = "STORM_SOURCE_LOCK"  # set while held, so child commands do not wait
 
 
@@ -273,13 +285,32 @@ def build_dir(name: str) -> pathlib.Path:
     return out
 
 
+def origin(tree: pathlib.Path, rev: str,
+           patch: pathlib.Path | None = None) -> dict[str, str | None]:
+    """What SRC holds, or a build was built from: enough to write it
+    again."""
+    return {"tree": str(tree.resolve()), "rev": rev,
+            "patch": str(patch.resolve()) if patch else None,
+            "revision": revision_id(rev, patch)}
+
+
+def holds() -> dict[str, str | None] | None:
+    """What the last finished checkout() wrote to SRC (None: unknown)."""
+    try:
+        return json.loads(HOLDS.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def checkout(tree: pathlib.Path, rev: str, what: str,
              patch: pathlib.Path | None = None) -> pathlib.Path:
     """SRC at REV of TREE (plus PATCH), with a line on what it took."""
     started = time.monotonic()
+    HOLDS.unlink(missing_ok=True)  # unknown until the checkout is whole
     written, removed = sync(tree, rev)
     if patch is not None:
         apply_patch(patch)
+    HOLDS.write_text(json.dumps(origin(tree, rev, patch)) + "\n")
     print(f"{what}: {SRC.relative_to(REPO)} at "
           f"{rev[:12]}" + (f" + {patch.name}" if patch else "")
           + f" from {tree}: {written} files written, {removed} removed "
@@ -308,6 +339,7 @@ def build_revision(tree: pathlib.Path, rev: str, name: str, what: str, *,
         # its storms are made before the boots (matrix.measure)
         print(f"{what}: {out.relative_to(REPO)} already holds {revision}",
               file=sys.stderr, flush=True)
+        record(out, origin(tree, rev[:12], patch))
         return out
     checkout(tree, rev[:12], what, patch)
     print(f"{what}: building {out.relative_to(REPO)} ({revision})",
@@ -315,6 +347,71 @@ def build_revision(tree: pathlib.Path, rev: str, name: str, what: str, *,
     built = kbuild.build(SRC, out, fragments=fragments,
                          localversion=localversion, revision=revision,
                          arch=arch)
+    record(out)
     print(f"{what}: {built.release} built in {built.seconds:.0f} s",
           file=sys.stderr, flush=True)
     return out
+
+
+def record(out: pathlib.Path,
+           held: dict[str, str | None] | None = None) -> None:
+    """Write down in build directory OUT what it was built from (HELD,
+    or what SRC holds now), its patch copied beside it: the storms are
+    made against it again long after SRC has moved on."""
+    held = dict(held or holds() or {})
+    if not held:
+        raise SourceError(f"{SRC} holds no finished checkout")
+    if held.get("patch"):
+        kept = out / BUILT_PATCH
+        if pathlib.Path(held["patch"]).resolve() != kept.resolve():
+            shutil.copyfile(held["patch"], kept)
+        held["patch"] = str(kept)
+    (out / BUILT_FROM).write_text(json.dumps(held) + "\n")
+
+
+def built_revision(out: pathlib.Path) -> str | None:
+    from .kbuild import STAMP
+    try:
+        return json.loads((out / STAMP).read_text()).get("revision")
+    except (OSError, ValueError):
+        return None
+
+
+def built_from(out: pathlib.Path) -> dict[str, str | None] | None:
+    try:
+        return json.loads((out / BUILT_FROM).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def made_against(kdir: pathlib.Path, what: str) -> Iterator[None]:
+    """For as long as the storms are made against KDIR: if it is a build
+    of SRC, SRC holds what KDIR was built from (written again if SRC has
+    moved on), and no other command moves it. Any other KDIR: nothing."""
+    link = kdir / "source"
+    if not (link.is_symlink() and link.resolve() == SRC.resolve()):
+        yield
+        return
+    want = built_from(kdir)
+    with lock(what), open(MODULES_LOCK, "a") as f:
+        # the storms of two builds made at once (two guests of an ab
+        # starting together) would each move SRC under the other's make
+        fcntl.flock(f, fcntl.LOCK_EX)
+        have = holds()
+        if want is None and have is not None \
+                and have["revision"] == built_revision(kdir):
+            record(kdir, have)  # built before builds were recorded
+            want = have
+        if want is None:
+            raise SourceError(
+                f"{kdir} records nothing of what it was built from, and "
+                f"{SRC} may hold another revision now: build it again "
+                "with the command that built it")
+        if have is None or have["revision"] != want["revision"]:
+            patch = want.get("patch")
+            checkout(pathlib.Path(want["tree"]), want["rev"], what,
+                     pathlib.Path(patch) if patch else None)
+            # under the build's own name for it (its patch's first name)
+            HOLDS.write_text(json.dumps(want) + "\n")
+        yield

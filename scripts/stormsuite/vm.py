@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from . import REPO, arm64, dmesg, kernels, runs
+from . import REPO, arm64, dmesg, kernels, runs, source
 
 EXIT_KERNEL_PROBLEM = 3     # the command passed but dmesg shows BUG/WARNING/...
 EXIT_TIMEOUT = 124          # as timeout(1)
@@ -104,11 +104,16 @@ def build_modules(kernel: kernels.Kernel, quiet: bool) -> None:
     # dependency file.
     lock_dir = REPO / "build"
     lock_dir.mkdir(exist_ok=True)
-    with open(lock_dir / f".modules-{kernel.release}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
-                             stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+    try:
+        with source.made_against(kernel.kdir, "storm vm"), \
+                open(lock_dir / f".modules-{kernel.release}.lock",
+                     "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            res = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT)
+    except source.SourceError as e:
+        raise SystemExit(f"storm vm: {e}") from e
     if res.returncode != 0:
         sys.stderr.write(res.stdout)
         raise SystemExit(f"storm vm: building the modules for "
