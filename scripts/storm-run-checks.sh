@@ -4,7 +4,7 @@
 # box's settings that move the numbers, captured for the run file.
 #
 # Every function takes ROOT, the directory /proc and /sys are under: ""
-# on a box or in a guest, a fake tree in tests/test_boxenv.py. A check
+# on a box or in a guest, a fake tree in tests/test_environment.py. A check
 # returns 1 and leaves its reason in $why when the storms cannot run.
 # POSIX sh, no forks where a builtin does (a TCG guest pays for each).
 # shellcheck disable=SC2034 # why, _sel: read by the caller
@@ -79,7 +79,7 @@ check_debugfs() {
 }
 
 # The box's settings, "PATH<TAB>FIRST LINE" for each file there is, for
-# stormsuite/boxenv.py: cpufreq governor and driver, turbo, SMT,
+# stormsuite/runfiles/environment.py: cpufreq governor and driver, turbo, SMT,
 # microcode, the idle states and their limits, isolated and nohz_full
 # CPUs, the CPU vulnerabilities' mitigations, THP, lockdown and module
 # signature enforcement.

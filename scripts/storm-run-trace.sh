@@ -3,7 +3,7 @@
 # storm-run-trace.sh - the traced runs of storm run (--trace, --bpftrace):
 # start the tracer around the load, stop it, leave its raw output and
 # what recorded it in $tmp for the run's capture. Sourced by storm-run;
-# stormsuite/tracesum.py makes the summaries.
+# stormsuite/runfiles/tracesum.py makes the summaries.
 
 # Events of @list (one per line) that this kernel has.
 have_events() {
@@ -92,7 +92,7 @@ wait_tracer() {
 }
 
 # the trace's raw files for the capture: the report, the events enabled
-# and what recorded it (stormsuite/tracesum.py summarizes them)
+# and what recorded it (stormsuite/runfiles/tracesum.py summarizes them)
 summarize_trace() {
 	trace-cmd report -i "$tmp/trace.dat" >"$tmp/trace.txt" 2>"$tmp/trace-report.err" ||
 		die "trace-cmd report failed: $(head -n 5 "$tmp/trace-report.err")"

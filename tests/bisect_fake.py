@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from stormsuite import bisect, metrics, runs
-from stormsuite.bisect_state import BisectState
+from stormsuite.designs import bisect
+from stormsuite.runfiles import metrics, runs
+from stormsuite.designs.bisect_state import BisectState
 
 
 def value_at(state: BisectState, sha: str) -> str:

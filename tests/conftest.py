@@ -20,8 +20,8 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from stormsuite import dmesg, interrupts, result  # noqa: E402
-from stormsuite.guest import Guest, vm_command  # noqa: E402
+from stormsuite.runfiles import dmesg, interrupts, result  # noqa: E402
+from stormsuite.machines.guest import Guest, vm_command  # noqa: E402
 
 # The kernels every guest test runs on: Debian's two, or others named in
 # STORM_TEST_KERNELS (tests/e2e/debug-kernel runs the guest tests on a

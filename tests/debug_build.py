@@ -14,8 +14,9 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]
                        / "scripts"))
 
-from stormsuite import REPO, source  # noqa: E402
-from stormsuite.git import git  # noqa: E402
+from stormsuite import REPO  # noqa: E402
+from stormsuite.kernel import source  # noqa: E402
+from stormsuite.kernel.git import git  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -12,8 +12,11 @@ import pathlib
 
 import pytest
 
-from stormsuite import ab, bisect, guest, kbuild, matrix, seeds, vm
-from stormsuite.bisect_state import BisectState
+from stormsuite import seeds
+from stormsuite.designs import ab, bisect, matrix
+from stormsuite.kernel import kbuild
+from stormsuite.machines import guest, vm
+from stormsuite.designs.bisect_state import BisectState
 from stormsuite.seeds import common
 
 

@@ -3,7 +3,7 @@ network (what can be checked before anything is fetched)."""
 
 import pytest
 
-from stormsuite import arm64
+from stormsuite.kernel import arm64
 
 
 def test_host_sources_without_the_low_priority_suites(tmp_path):

@@ -20,7 +20,8 @@ import pytest
 import conftest
 import test_insn_guest
 from conftest import Case, GuestRun, assert_clean, assert_start_and_end
-from stormsuite import REPO, metrics, runs
+from stormsuite import REPO
+from stormsuite.runfiles import metrics, runs
 
 pytestmark = pytest.mark.guest
 

@@ -13,7 +13,8 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from stormsuite import bisect, bisect_state, classify
+from stormsuite.analysis import classify
+from stormsuite.designs import bisect, bisect_state
 
 import numpy as np
 

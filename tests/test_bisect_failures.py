@@ -14,7 +14,9 @@ import subprocess
 
 import pytest
 
-from stormsuite import bisect, bisect_state, runs
+from conftest import REPO
+from stormsuite.designs import bisect, bisect_state
+from stormsuite.runfiles import runs
 from test_bisect import bisect_dir, make_repo, storm_bisect
 
 DATA = pathlib.Path(__file__).parent / "data" / "runs"
@@ -195,7 +197,7 @@ def test_storm_compare_runs_without_the_failed_runs(tmp_path):
     base = tmp_path / "base" / SERIES.name
     shutil.copytree(SERIES, base)
     res = subprocess.run(
-        [str(pathlib.Path(bisect.__file__).parents[1] / "storm"), "compare",
+        [str(REPO / "scripts" / "storm"), "compare",
          str(base.parent), str(d.parent)], capture_output=True, text=True,
         stdin=subprocess.DEVNULL, timeout=300)
     assert "checks failed left out of the statistics" in res.stderr

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats as sst
 
-from stormsuite import bisect, classify
-from stormsuite.bisect_state import Reading
+from stormsuite.analysis import classify
+from stormsuite.designs import bisect
+from stormsuite.designs.bisect_state import Reading
 
 CALLS = 1000
 

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from stormsuite import runs
+from stormsuite.runfiles import runs
 
 BOOTS = REPO / "tests" / "data" / "boots"
 README = (BOOTS / "README.md").read_text()

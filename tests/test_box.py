@@ -16,7 +16,9 @@ import time
 import pytest
 
 from conftest import REPO
-from stormsuite import box, boxbisect, boximage, boxvm, guest, ktest, runs
+from stormsuite.designs import boxbisect
+from stormsuite.machines import box, boximage, boxvm, guest, ktest
+from stormsuite.runfiles import runs
 
 BOX_CONF = REPO / "configs" / "box" / "box.conf"
 TESTVM_CONF = REPO / "configs" / "box" / "testvm.conf"

@@ -26,7 +26,8 @@ import pytest
 
 import conftest
 from conftest import REPO
-from stormsuite import box, boximage, boxvm, kernels
+from stormsuite.kernel import kernels
+from stormsuite.machines import box, boximage, boxvm
 
 pytestmark = pytest.mark.guest
 

@@ -14,7 +14,8 @@ import pytest
 
 from conftest import REPO
 
-from stormsuite import boxcli, cli, options, seeds
+from stormsuite import cli, seeds
+from stormsuite.designs import boxcli, options
 
 # every command line that has a --help of its own
 HELPS = ([[name] for name in cli.SUBCOMMANDS if name not in ("kernel",)]
@@ -159,9 +160,12 @@ def test_pyproject_installs_every_driver_package():
                    for p in (root / "stormsuite").rglob("__init__.py")
                    if "__pycache__" not in p.parts)
     assert sorted(tool["packages"]) == found
-    data = {p.name for p in (root / "stormsuite").iterdir()
-            if p.is_file() and p.suffix not in (".py", ".pyc")}
-    assert data == set(tool["package-data"]["stormsuite"])
+    data = {}
+    for p in (root / "stormsuite").rglob("*"):
+        if p.is_file() and p.suffix not in (".py", ".pyc"):
+            package = str(p.parent.relative_to(root)).replace("/", ".")
+            data.setdefault(package, []).append(p.name)
+    assert data == tool["package-data"]
     module, func = doc["project"]["scripts"]["storm-py"].split(":")
     assert callable(getattr(importlib.import_module(module), func))
     deps = {d.split(">")[0] for d in doc["project"]["dependencies"]}

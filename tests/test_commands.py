@@ -15,7 +15,10 @@ import pytest
 
 from conftest import REPO
 
-from stormsuite import box, cli, kernels, options, seeds
+from stormsuite import cli, seeds
+from stormsuite.designs import options
+from stormsuite.kernel import kernels
+from stormsuite.machines import box
 
 DATA = REPO / "tests" / "data"
 MATRIX = DATA / "boots" / "matrix-6.1-6.12"
@@ -87,7 +90,7 @@ def test_show(capsys):
 def test_arm64_show_says_what_was_fetched(capsys, monkeypatch, tmp_path):
     """storm arm64 show: each series' image and headers, from the root
     fetched; nothing fetched is exit 1 with where it looked."""
-    from stormsuite import arm64
+    from stormsuite.kernel import arm64
     monkeypatch.setattr(arm64, "ROOT", tmp_path / "root")
     monkeypatch.setattr(arm64, "HEADERS", tmp_path / "headers")
     rc, out, err = storm(capsys, "arm64", "show")
@@ -248,7 +251,7 @@ def test_ab_dry_run(capsys, tree):
 def test_ab_arm64_plans_builds_of_its_own(monkeypatch):
     """An arm64 ab builds into directories of its own (objects of two
     architectures never mix), cross-compiled."""
-    from stormsuite import ab
+    from stormsuite.designs import ab
     args = ab.parser().parse_args(["--tree", ".", "--base", "v1",
                                    "--patched", "v2", "--arch", "arm64",
                                    "ipistorm"])
@@ -312,7 +315,7 @@ def test_box_options_that_do_not_go_together(capsys, tree, tmp_path,
 
 def test_bisect_arm64_builds_apart(tmp_path):
     """An arm64 bisect's three build directories are its own."""
-    from stormsuite import bisect, bisect_state
+    from stormsuite.designs import bisect, bisect_state
     state = bisect_state.BisectState(
         dir=str(tmp_path), tree=".", good="a" * 40, bad="b" * 40,
         reading=None, arch="arm64", parent="c" * 40)
@@ -446,7 +449,7 @@ def test_kernel_source_into_an_empty_directory(capsys, monkeypatch,
                                                tmp_path):
     """An empty DIR becomes the tree (it was once moved into
     DIR/linux-source-6.1, then not found); a stand-in tarball."""
-    from stormsuite import linux_source
+    from stormsuite.kernel import linux_source
     src = tmp_path / "pkg" / "linux-source-6.1"
     src.mkdir(parents=True)
     (src / "Makefile").write_text("kernelversion:\n\t@echo 6.1.0\n")
@@ -577,7 +580,7 @@ def test_the_measuring_commands_take_compares_view_options(words):
 
 
 def test_matrix_passes_the_view_options_to_its_comparison():
-    from stormsuite import compare
+    from stormsuite.report import compare
     p, _ = cli.parser(["matrix"])
     args = p.parse_args(["--metrics", "CAL", "--explain", "ipistorm"])
     settings = compare.Settings.of(args)

@@ -1,4 +1,4 @@
-"""stormsuite.compare, metrics, runs and matrix on real run files.
+"""stormsuite.report.compare, metrics, runs and matrix on real run files.
 
 tests/data/runs/ holds run files captured in guests by `storm run`:
 ipistorm numipi=500 single=1 wait=1 cpulist=0 offset=1 delay=50, 4 vCPUs
@@ -19,8 +19,10 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from stormsuite import (compare, matrix, metrics, result, runs, stats,
-                        verdict)
+from stormsuite.analysis import stats, verdict
+from stormsuite.designs import matrix
+from stormsuite.report import compare
+from stormsuite.runfiles import metrics, result, runs
 
 RUNS = pathlib.Path(__file__).parent / "data" / "runs"
 TARGET_CAL = "interrupts.CPU1.CAL:Function_call_interrupts"
@@ -424,7 +426,7 @@ def test_plot_draws_the_primary_metrics_per_boot_with_intervals(tmp_path):
     """The plot shows what the verdict tests, the primary
     metrics' per-boot numbers, each set's mean and its interval."""
     from scipy import stats as sst
-    from stormsuite import plot
+    from stormsuite.report import plot
     cmp = matrix_fixture()
     drawn = plot.panels(cmp)
     assert [r.metric.name for r, _ in drawn] == [
@@ -786,7 +788,7 @@ def test_report_styles():
     the 0-day table and the mmtests table carry compare's numbers (the
     means of the per-boot numbers, its estimate and marker), its verdict
     lines and its warnings."""
-    from stormsuite import report
+    from stormsuite.report import report
     cmp = verdict.build([booted("base"), booted("poll")])
     rows = {r.metric.name: r for r in cmp.rows}
     time = rows["ipistorm.time_per_call_ns"]
@@ -821,7 +823,7 @@ def test_report_mmtests_is_compare_kernels_layout():
     '-' over two header lines, a column of 23 per kernel (%12.2f and
     ' (%7.2f%%)', or ' *%7.2f%%*' for a change), stat and name first,
     the comparison positive when better; CoeffVar rows after the means."""
-    from stormsuite import report
+    from stormsuite.report import report
     cmp = verdict.build([booted("base"), booted("poll")])
     rows = {r.metric.name: r for r in cmp.rows}
     time = rows["ipistorm.time_per_call_ns"]
@@ -861,7 +863,7 @@ def test_report_command_runs_on_the_matrix_fixture(style, capsys):
     """`storm report` itself, argv to exit status, on the committed
     6.1-vs-6.12 boots: it prints the comparison in the style asked for
     (its main once crashed on every input, and no test ran it)."""
-    from stormsuite import report
+    from stormsuite.report import report
     data = REPO / "tests" / "data" / "boots" / "matrix-6.1-6.12"
     rc = report.main(["--style", style, str(data / "6.1.0-56-amd64"),
                       str(data / "6.12.117+deb12-amd64")])
@@ -882,7 +884,7 @@ def test_report_command_runs_on_the_matrix_fixture(style, capsys):
 def test_report_of_one_boot_a_side_says_so():
     """A box workflow's sets (one boot each): the report carries compare's
     ~ and its warning, not a bare number."""
-    from stormsuite import report
+    from stormsuite.report import report
     cmp = verdict.build([load("base"), load("poll")])
     text = report.zeroday(cmp)
     assert "fewer than 2 boots a side" in text

@@ -1,10 +1,10 @@
-"""stormsuite.dmesg: what fails a guest run."""
+"""stormsuite.runfiles.dmesg: what fails a guest run."""
 
 import pathlib
 
 import pytest
 
-from stormsuite import dmesg
+from stormsuite.runfiles import dmesg
 
 DATA = pathlib.Path(__file__).parent / "data"
 

@@ -20,7 +20,8 @@ import sys
 import pytest
 
 from doc_examples import REPO, SUBCOMMANDS, Example, examples
-from stormsuite import cli, compare, seeds
+from stormsuite import cli, seeds
+from stormsuite.report import compare
 
 EXAMPLES = examples()
 STORM = REPO / "scripts" / "storm"

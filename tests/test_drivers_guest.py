@@ -26,7 +26,7 @@ import pytest
 
 import conftest
 from conftest import DEBUG_KERNEL, HLT_IDLE_MISS, REPO, assert_clean
-from stormsuite import metrics
+from stormsuite.runfiles import metrics
 
 pytestmark = pytest.mark.guest
 

@@ -1,5 +1,5 @@
 """The instruction counter on the host: the plugin's refusals and its
-output's parser (stormsuite/insn.py). The counts themselves are tested
+output's parser (stormsuite/runfiles/insn.py). The counts themselves are tested
 in guests (test_insn_guest.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from stormsuite import insn
+from stormsuite.runfiles import insn
 
 SOURCE = REPO / "qemu-plugin" / "storm-insn.c"
 QEMU = shutil.which("qemu-system-x86_64")
@@ -140,7 +140,7 @@ def run_with(storm: str, result: dict, cpu: dict, source="tcg-plugin"):
 
 
 def names(run) -> dict[str, tuple[float, str]]:
-    from stormsuite import metrics
+    from stormsuite.runfiles import metrics
     return {m.name: (v, m.role) for m, v in metrics.of_run(run).items()}
 
 

@@ -15,7 +15,8 @@ import json
 import pytest
 
 from conftest import KERNELS, ONCE_KERNELS, assert_clean, boot
-from stormsuite import insn, metrics, runs, verdict
+from stormsuite.analysis import verdict
+from stormsuite.runfiles import insn, metrics, runs
 
 LOOPS = (1000, 2000, 1000, 101000)   # check-insn.sh's loads, in order
 LOOP_CPU = 1                        # taskset -c 1 insmod

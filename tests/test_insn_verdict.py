@@ -18,7 +18,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from stormsuite import bootmodel, calibrate, compare, metrics, runs, verdict
+from stormsuite.analysis import bootmodel, calibrate, verdict
+from stormsuite.report import compare
+from stormsuite.runfiles import metrics, runs
 
 CALLS = 20000
 HZ = 250
@@ -358,7 +360,7 @@ def test_aa_with_other_work_in_some_windows():
 
 def test_the_calibrations_kept_hold_their_false_alarm_rate():
     """Every ipistorm target calibration in
-    scripts/stormsuite/calibrations.json (read, not copied): boots whose
+    scripts/stormsuite/analysis/calibrations.json (read, not copied): boots whose
     number spreads as it says (its runs' part as measured, the rest a
     boot's own level) give at most 5% A/A false alarms at one boot a
     side, with the runs a boot it was measured with."""

@@ -1,10 +1,10 @@
-"""stormsuite.interrupts: /proc/interrupts snapshots and their deltas."""
+"""stormsuite.runfiles.interrupts: /proc/interrupts snapshots and their deltas."""
 
 import pathlib
 
 import pytest
 
-from stormsuite import interrupts
+from stormsuite.runfiles import interrupts
 
 DATA = pathlib.Path(__file__).parent / "data"
 

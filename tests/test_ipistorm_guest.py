@@ -14,7 +14,9 @@ import pytest
 from conftest import (DEBUG_KERNEL, HLT_IDLE_MISS, KERNELS, STRAY_CAL,
                       assert_clean, assert_histogram, assert_refused,
                       assert_injected_failure, assert_start_and_end, boot)
-from stormsuite import dmesg, interrupts, kernels, result, vm
+from stormsuite.kernel import kernels
+from stormsuite.machines import vm
+from stormsuite.runfiles import dmesg, interrupts, result
 
 CPUS = {0, 1, 2, 3}
 

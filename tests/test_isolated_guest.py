@@ -9,7 +9,7 @@ import pytest
 
 import conftest
 from conftest import assert_clean, assert_start_and_end
-from stormsuite import result
+from stormsuite.runfiles import result
 
 # the numa boot's arguments (conftest.BOOT_GROUPS)
 NUMA_APPEND = conftest.BOOT_GROUPS["numa"][0]

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from stormsuite import ab, kbuild, kernels, source
+from stormsuite.designs import ab
+from stormsuite.kernel import kbuild, kernels, source
 
 STORM = str(kbuild.REPO / "scripts" / "storm")
 

@@ -22,8 +22,10 @@ import tempfile
 import pytest
 
 from conftest import REPO
-from stormsuite import (lkp, lkpprograms, lkproot, lkpstats, metrics,
-                        modparams, runs, sets, storms, verdict)
+from stormsuite import storms
+from stormsuite.analysis import verdict
+from stormsuite.lkp import install as lkp, programs, modparams
+from stormsuite.runfiles import lkproot, lkpstats, metrics, runs, sets
 
 DATA = pathlib.Path(__file__).parent / "data" / "runs"
 TARBALL = "lkp-tests-bbbc29c49.tar.gz"
@@ -63,7 +65,7 @@ def lkp_src(tmp_path_factory) -> pathlib.Path:
 def ipistorm_parse() -> pathlib.Path:
     """ipistorm's lkp program's parse, as storm lkp install writes it."""
     f = pathlib.Path(tempfile.mkdtemp(prefix="lkp-program-")) / "parse"
-    f.write_text(lkpprograms.program("ipistorm")["parse"])
+    f.write_text(programs.program("ipistorm")["parse"])
     f.chmod(0o755)
     return f
 
@@ -362,7 +364,7 @@ def test_makepkg_packs_the_module_where_the_run_finds_it(lkp_src, package,
         names = set(tar.getnames())
     assert {ko, "lkp/benchmarks/ipistorm/lkp/run-storm",
             "lkp/benchmarks/ipistorm/scripts/storm-run",
-            "lkp/benchmarks/ipistorm/scripts/stormsuite/lkpstats.py"} <= names
+            "lkp/benchmarks/ipistorm/scripts/stormsuite/runfiles/lkpstats.py"} <= names
     # one module a package: the three install side by side
     assert not [n for n in names if n.endswith(".ko") and n != ko]
     vermagic = subprocess.run(["modinfo", "-F", "vermagic", str(root / ko)],

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from conftest import REPO
-from stormsuite import result
+from stormsuite.runfiles import result
 
 MEASURED = REPO / "tests" / "data" / "measured"
 LINK = re.compile(r"\]\(\.\./tests/data/measured/([^)#]*)\)")

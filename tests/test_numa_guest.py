@@ -11,7 +11,7 @@ import pytest
 
 import conftest
 from conftest import assert_clean
-from stormsuite import result
+from stormsuite.runfiles import result
 
 # the numa boot's arguments (conftest.BOOT_GROUPS)
 NUMA_APPEND = conftest.BOOT_GROUPS["numa"][0]

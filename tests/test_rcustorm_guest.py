@@ -20,7 +20,7 @@ import pytest
 from conftest import (STRAY_CAL, assert_clean, assert_histogram,
                       assert_injected_failure, assert_refused,
                       assert_start_and_end)
-from stormsuite import metrics, result, runfile
+from stormsuite.runfiles import metrics, result, runfile
 
 
 def ok(case, status: str = "done") -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""stormsuite.result: the modules' "name: value" result files."""
+"""stormsuite.runfiles.result: the modules' "name: value" result files."""
 
 import json
 import re
@@ -6,7 +6,8 @@ import pathlib
 
 import pytest
 
-from stormsuite import result, show
+from stormsuite.report import show
+from stormsuite.runfiles import result
 
 DATA = pathlib.Path(__file__).parent / "data"
 

@@ -147,7 +147,7 @@ def test_result_numbers_are_numbers(fake):
     assert res["kernel"] == "6.1.0-56-amd64"
     assert res["latency.hist"].startswith("2560:1 2688:6")
     # and the histogram still parses into the same percentiles
-    from stormsuite import result
+    from stormsuite.runfiles import result
     text = (DATA / "ipistorm-6.1-single.result").read_text()
     h1 = result.histogram(result.parse(text), "latency")
     h2 = result.histogram({k: str(v) for k, v in res.items()}, "latency")
@@ -237,7 +237,7 @@ def test_strings_are_escaped(fake):
 
 def test_interrupts_section_on_real_data():
     """The run file's interrupts section from two real 6.1 snapshots."""
-    from stormsuite import interrupts
+    from stormsuite.runfiles import interrupts
     before = (DATA / "interrupts-6.1-4cpu.before").read_text()
     after = (DATA / "interrupts-6.1-4cpu.after").read_text()
     sec = interrupts.section(before, after)
@@ -255,7 +255,7 @@ def test_interrupts_section_on_real_data():
 
 
 def test_interrupt_counters_wrap_at_32_bits():
-    from stormsuite import interrupts
+    from stormsuite.runfiles import interrupts
     sec = interrupts.section(
         "           CPU0       CPU1\n"
         "CAL: 4294967290  7  Function call interrupts\n",
@@ -267,7 +267,7 @@ def test_interrupt_counters_wrap_at_32_bits():
 
 
 def test_a_cpu_that_came_online_counts_from_zero():
-    from stormsuite import interrupts
+    from stormsuite.runfiles import interrupts
     sec = interrupts.section(
         "  CPU0 CPU2\nCAL: 5 6 Function call interrupts\n",
         "  CPU0 CPU1 CPU2\nCAL: 8 3 9 Function call interrupts\n")
@@ -278,7 +278,7 @@ def test_a_cpu_that_came_online_counts_from_zero():
 
 def test_kv_and_result_types():
     """Numbers as numbers, CPU lists and non-decimals as strings."""
-    from stormsuite import runfile
+    from stormsuite.runfiles import runfile
     kv = runfile.parse_kv("s name a b  c\nn n1 12\nn n2 1.50\nn n3 0x10\n"
                           "n n4 \nb t yes\nb f 0\nj o {\"a\": [1]}\n")
     assert kv == {"name": "a b  c", "n1": 12, "n2": 1.5, "n3": None,
@@ -297,7 +297,7 @@ def test_kv_and_result_types():
 def test_every_run_file_has_its_capture(fake):
     """run-X.json next to run-X.raw/, and the JSON is what the capture
     makes: the run file can always be made again from the raw files."""
-    from stormsuite import runfile
+    from stormsuite.runfiles import runfile
     p = fake.run("--runs", "2", "--warmup", "0", "ipistorm", "numipi=1")
     assert p.returncode == 0, p.stderr
     files = fake.files()
@@ -316,7 +316,7 @@ def test_runs_finished_before_a_failure_are_kept(fake):
     """The third load fails (warm-up, run 1, run 2): storm-run exits 1,
     and run 1, finished, is kept as its capture, which storm compare
     reads; nothing is half-written."""
-    from stormsuite import runs
+    from stormsuite.runfiles import runs
     p = fake.run("--runs", "3", "--warmup", "1", "ipistorm", "numipi=1",
                  FAKE_FAIL_AT="3")
     assert p.returncode == 1
@@ -334,7 +334,7 @@ def test_runs_finished_before_a_failure_are_kept(fake):
 def test_without_python_the_capture_is_the_run(fake):
     """A box without python3: storm-run writes the captures only, and
     storm compare reads them as runs."""
-    from stormsuite import runs
+    from stormsuite.runfiles import runs
     p = fake.run("--runs", "2", "--warmup", "0", "ipistorm", "numipi=1",
                  STORM_RUN_PYTHON="")
     assert p.returncode == 0, p.stderr
@@ -348,7 +348,7 @@ def test_without_python_the_capture_is_the_run(fake):
     assert [doc["run"]["index"] for doc in docs] == [1, 2]
     assert docs[0]["result"]["status"] == "done"
     # the interrupt counts are the capture's two snapshots, in order
-    from stormsuite import interrupts
+    from stormsuite.runfiles import interrupts
     assert docs[0]["interrupts"] == interrupts.section(
         (found[0] / "interrupts.before").read_text(),
         (found[0] / "interrupts.after").read_text())
@@ -511,7 +511,7 @@ def test_a_traced_capture_makes_its_trace_sections(tmp_path, fake):
     (the trace-cmd report gzipped); the run file's sections and the
     summary storm-run prints come from it, through tracesum."""
     import gzip
-    from stormsuite import runfile, tracesum
+    from stormsuite.runfiles import runfile, tracesum
     p = fake.run("--runs", "1", "--warmup", "0", "ipistorm", "numipi=1")
     assert p.returncode == 0, p.stderr
     raw = fake.files()[0].with_suffix(".raw")
@@ -552,7 +552,7 @@ def test_an_unparsable_capture_is_kept_aside(fake):
     """runfile on a capture whose result is not a storm result: exit 1,
     no run file, the capture renamed *.unreadable (out of every reader's
     way, kept for a look); the good capture next to it still made."""
-    from stormsuite import runfile, runs
+    from stormsuite.runfiles import runfile, runs
     p = fake.run("--runs", "2", "--warmup", "0", "ipistorm", "numipi=1",
                  STORM_RUN_PYTHON="")
     assert p.returncode == 0, p.stderr
@@ -572,7 +572,7 @@ def test_a_boot_gets_the_run_files_its_storm_runs_listed(fake,
     # guest.run_storm as matrix, ab and bisect call it, with the guest's
     # command run here instead of in storm vm: the run files come back
     # from what storm run printed, not from a scan of the results
-    from stormsuite import guest
+    from stormsuite.machines import guest
 
     def here(cmd, prefix=""):
         command = cmd[cmd.index("--") + 1:]

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from conftest import KERNELS, assert_clean, assert_refused, boot
-from stormsuite import dmesg, result, storms
+from stormsuite import storms
+from stormsuite.runfiles import dmesg, result
 
 MODULES = storms.NAMES
 

@@ -15,7 +15,9 @@ import tarfile
 import pytest
 
 from conftest import REPO
-from stormsuite import linux_source, seeds, vm
+from stormsuite import seeds
+from stormsuite.kernel import linux_source
+from stormsuite.machines import vm
 from stormsuite.seeds import SEEDS, load, s000, s002, s004
 
 STORM = REPO / "scripts" / "storm"
@@ -109,7 +111,7 @@ def test_numa_nodes_split_cpus_and_memory():
 def test_numa_guest_gets_a_socket_per_node(tmp_path):
     """vng's one-socket -smp with two nodes makes the kernel warn at boot
     (an LLC shared across nodes): a socket per node instead."""
-    from stormsuite import kernels
+    from stormsuite.kernel import kernels
     args = vm.argparse.Namespace(accel="tcg", append="", cpus=8, numa=2,
                                  memory="2G", verbose=False)
     k = kernels.Kernel(image=tmp_path, release="r", kdir=None)

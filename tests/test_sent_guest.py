@@ -12,7 +12,7 @@ import pytest
 
 from conftest import (DEBUG_KERNEL, HLT_IDLE_MISS, KERNELS, STRAY_CAL,
                       assert_clean, boot)
-from stormsuite import result
+from stormsuite.runfiles import result
 
 SENT_CASES = ("sent_idle", "sent_all_nowait", "sent_many", "sent_async",
               "sent_tlb_user", "sent_tlb_kernel", "sent_slab",

@@ -17,7 +17,7 @@ import pytest
 from conftest import (DEBUG_KERNEL, assert_clean, assert_histogram,
                       assert_injected_failure, assert_refused,
                       assert_start_and_end)
-from stormsuite import dmesg, interrupts, result
+from stormsuite.runfiles import dmesg, interrupts, result
 
 CPUS = (0, 1, 2, 3)
 # A destroy or shrink queues a flush work item on each CPU that holds a cpu

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from stormsuite import source
+from stormsuite.kernel import source
 
 
 @pytest.fixture
@@ -187,8 +187,8 @@ def test_a_second_command_waits_for_the_first(tmp_path, src, capfd):
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""\
             import sys, time
-            sys.path.insert(0, {str(pathlib.Path(source.__file__).parent.parent)!r})
-            from stormsuite import source
+            sys.path.insert(0, {str(pathlib.Path(source.__file__).parents[2])!r})
+            from stormsuite.kernel import source
             import pathlib
             source.LOCK = pathlib.Path({str(source.LOCK)!r})
             with source.lock("storm bisect"):
@@ -219,7 +219,7 @@ PATCH = textwrap.dedent("""\
 
 def built(src: pathlib.Path, name: str, revision: str) -> pathlib.Path:
     """A build directory of SRC, as kbuild leaves one, recorded."""
-    from stormsuite import kbuild
+    from stormsuite.kernel import kbuild
     out = src.parent / name
     out.mkdir()
     (out / "source").symlink_to(src)
@@ -256,7 +256,7 @@ def test_the_storms_of_a_build_are_made_against_what_it_was_built_from(
 
 def test_an_unrecorded_build_is_trusted_only_where_src_holds_its_revision(
         tmp_path, src):
-    from stormsuite import kbuild
+    from stormsuite.kernel import kbuild
     a = repo(tmp_path / "a", FILES)
     b = repo(tmp_path / "a", {"kernel/smp.c": "int b;\n"}, when="2")
     source.checkout(tmp_path / "a", a, "t")

@@ -1,11 +1,11 @@
-"""stormsuite.stats: known inputs, known outputs."""
+"""stormsuite.analysis.stats: known inputs, known outputs."""
 
 import math
 
 import numpy as np
 import pytest
 
-from stormsuite import stats
+from stormsuite.analysis import stats
 
 
 def test_means():

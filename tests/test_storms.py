@@ -10,7 +10,9 @@ import re
 import pytest
 
 from conftest import REPO
-from stormsuite import metrics, modparams, storms
+from stormsuite import storms
+from stormsuite.lkp import modparams
+from stormsuite.runfiles import metrics
 
 
 def fuzz_module():

@@ -22,7 +22,7 @@ import pytest
 from conftest import (assert_clean, assert_histogram,
                       assert_injected_failure, assert_refused,
                       assert_start_and_end)
-from stormsuite import dmesg, interrupts, result
+from stormsuite.runfiles import dmesg, interrupts, result
 
 # At least this share of the ideal count where no worker holds the CPU
 # (kernel mode: every online CPU is aimed at): a flush that reaches a CPU

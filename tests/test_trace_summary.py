@@ -1,4 +1,4 @@
-"""The tracer summaries (stormsuite/tracesum.py) on raw output captured in guests with `storm run --trace
+"""The tracer summaries (stormsuite/runfiles/tracesum.py) on raw output captured in guests with `storm run --trace
 --bpftrace --keep-trace` (ipistorm numipi=200 single=1 wait=1 cpulist=0
 offset=1 delay=50, 4 vCPUs, TCG): 6.1 has no ipi:* tracepoints (function
 kprobe events and kprobes on the x86 send functions), 6.12 has them.
@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from stormsuite import tracesum
+from stormsuite.runfiles import tracesum
 
 TRACE = pathlib.Path(__file__).parent / "data" / "trace"
 

@@ -1,5 +1,5 @@
 """The verdicts' error rates, measured through the real compare and bisect
-code (stormsuite/simulate.py).
+code (stormsuite/analysis/simulate.py).
 
 First on real boots: resampling the per-boot run files of ipistorm's
 default storm on 6.1 under TCG in tests/data/resample (46 boots of an A/A
@@ -28,7 +28,8 @@ import numpy as np
 import pytest
 from scipy import stats as sst
 
-from stormsuite import options, simulate, stats, verdict
+from stormsuite.analysis import simulate, stats, verdict
+from stormsuite.designs import options
 
 NOISE = simulate.Noise(run_cv=0.10, boot_cv=0.06)
 AA = simulate.real_boots("ipistorm-6.1-aa")
@@ -259,7 +260,7 @@ def test_the_time_spread_floor_is_below_every_real_boot_spread():
     and of each level of the e2e tree (0.93-0.97%, 10 runs a boot) spread
     by more than the 0.5% floor, so the floor binds only where a few
     boots agree by chance, never on a spread real boots show."""
-    from stormsuite import classify
+    from stormsuite.analysis import classify
     spreads = {"aa": boot_spread(AA), "good": boot_spread(GOOD),
                "bad": boot_spread(BAD)}
     print("boot spreads (log scale): " + ", ".join(
@@ -274,7 +275,7 @@ def test_a_step_errs_no_more_than_its_odds_either_side_of_the_floor(spread):
     holds the spread estimate up) or 2% (over it, the floor idle), the
     bad level 3 spreads above the good one. Called bad at most about
     1 / ODDS of the time on either side of the floor."""
-    from stormsuite import classify
+    from stormsuite.analysis import classify
     rng = np.random.default_rng(int(spread * 1e4))
     trials, wrong = 400, 0
     for _ in range(trials):

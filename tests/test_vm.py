@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from stormsuite import kernels, vm
+from stormsuite.kernel import kernels
+from stormsuite.machines import vm
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 STORM = str(REPO / "scripts" / "storm")
@@ -276,7 +277,7 @@ def test_command_is_kept_out_of_the_kernel_command_line(tmp_path):
 
 def test_guest_step_says_what_became_of_the_guest(tmp_path):
     """guest.run_storm's failure message comes from --status-file."""
-    from stormsuite import guest
+    from stormsuite.machines import guest
     f = tmp_path / "status.json"
     for outcome, extra, said in (
             ("timeout", {}, "the guest timed out and was killed"),
@@ -297,7 +298,7 @@ def test_a_boot_whose_only_trouble_is_its_checks_is_a_measurement(tmp_path):
     (storm bisect --metric failures reads them): such a boot is not a
     failed one, whether storm vm saw the exit or the checks' reports in
     dmesg; any other problem still fails it."""
-    from stormsuite import guest
+    from stormsuite.machines import guest
     f = tmp_path / "status.json"
     check = "[ 9.1] ipistorm: check failed: CPU 0 ran 1 calls, 0 were sent"
     for st, want in (
@@ -319,7 +320,7 @@ def test_a_boot_whose_only_trouble_is_its_checks_is_a_measurement(tmp_path):
 def test_a_step_whose_checks_failed_does_not_stop_the_boot(tmp_path):
     """The boot's command runs every step past one that exits 3 and
     exits 3 itself; a step that fails otherwise stops the boot there."""
-    from stormsuite import guest
+    from stormsuite.machines import guest
     (tmp_path / "scripts").mkdir()
     storm = tmp_path / "scripts" / "storm"
     storm.write_text('#!/bin/sh\necho "$*"\ncase "$*" in\n'

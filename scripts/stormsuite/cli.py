@@ -11,37 +11,37 @@ import sys
 import types
 
 SUBCOMMANDS = {
-    "vm": ("vm", "boot a kernel in a QEMU guest and run a command in it"),
-    "show": ("show", "summarise storm result files (latency percentiles)"),
-    "compare": ("compare", "compare result sets: mean, CV, change, significance"),
-    "report": ("report", "a comparison in 0-day or mmtests style, for mail"),
-    "matrix": ("matrix", "run a storm on several kernels/boot args, then compare"),
-    "kernel": ("kbuildcli", "kernel build TREE: a guest kernel and the storms; kernel source"),
-    "ab": ("ab", "a patched kernel against its baseline, built and compared"),
-    "bisect": ("bisect", "git bisect a kernel tree on a storm's metric"),
-    "simulate": ("simulate", "the verdicts' error rates on simulated noise"),
-    "calibrate": ("calibrate", "a storm's boot-to-boot spread of "
+    "vm": ("machines.vm", "boot a kernel in a QEMU guest and run a command in it"),
+    "show": ("report.show", "summarise storm result files (latency percentiles)"),
+    "compare": ("report.compare", "compare result sets: mean, CV, change, significance"),
+    "report": ("report.report", "a comparison in 0-day or mmtests style, for mail"),
+    "matrix": ("designs.matrix", "run a storm on several kernels/boot args, then compare"),
+    "kernel": ("kernel.kbuildcli", "kernel build TREE: a guest kernel and the storms; kernel source"),
+    "ab": ("designs.ab", "a patched kernel against its baseline, built and compared"),
+    "bisect": ("designs.bisect", "git bisect a kernel tree on a storm's metric"),
+    "simulate": ("analysis.simulate", "the verdicts' error rates on simulated noise"),
+    "calibrate": ("analysis.calibrate", "a storm's boot-to-boot spread of "
                   "instructions from A/A boots, for one-boot verdicts"),
     "seed": ("seeds", "reproduce a seed's measurement: build, run, answer"),
-    "lkp": ("lkp", "lkp install LKP_SRC: the storms as lkp-tests programs"),
-    "arm64": ("arm64", "fetch|show: Debian's arm64 kernels, headers and "
+    "lkp": ("lkp.install", "lkp install LKP_SRC: the storms as lkp-tests programs"),
+    "arm64": ("kernel.arm64", "fetch|show: Debian's arm64 kernels, headers and "
               "guest root (storm vm --arch arm64)"),
-    "box": ("boxcli", "a test box over ssh, driven by ktest.pl: build, "
+    "box": ("designs.boxcli", "a test box over ssh, driven by ktest.pl: build, "
             "bisect, bisect-test; image: its test VM's disk, vm: its test "
             "VM (matrix, ab, bisect --box: the designs on a box)"),
 }
 # storm kernel WHAT: the second word names the module
 KERNEL = {
-    "build": ("kbuildcli", "a guest kernel from a source tree (or Debian's "
+    "build": ("kernel.kbuildcli", "a guest kernel from a source tree (or Debian's "
               "7.3 source), then the storms"),
-    "source": ("linux_source", "Debian's linux-source-6.1 or 7.3 as a git tree"),
+    "source": ("kernel.linux_source", "Debian's linux-source-6.1 or 7.3 as a git tree"),
 }
 # the shell subcommands (scripts/storm runs their scripts, not Python)
 SHELL = ("run", "test", "demo", "pairs")
 # run by git bisect run for storm bisect; not listed in --help
-INTERNAL = {"bisect-step": ("bisect", "", "step_main"),
+INTERNAL = {"bisect-step": ("designs.bisect", "", "step_main"),
             # ktest.pl's TEST on the box: one boot's storm runs
-            "box-step": ("box", "", "step_main")}
+            "box-step": ("machines.box", "", "step_main")}
 
 
 # What the drivers compute with, and need only to compute: `storm X

@@ -6,7 +6,7 @@ such directory), and one entry here. Its result file says what it
 measured in the op.* keys (include/storm.h, storm_show_op(); docs/
 storms.md), so metrics, verdicts, compare and bisect know no storm by
 name; its parameters are its module's (`modinfo -p`, read by
-lkpprograms.py and the fuzzer). What is left is here: the name of one
+lkp/programs.py and the fuzzer). What is left is here: the name of one
 operation before any result exists (metric names for bisect, lkp's
 index), the threads a leak check looks for, the boots a time verdict
 needs, and a line for help and lkp.

@@ -34,9 +34,10 @@ import time
 # the registry of storms (its module needs nothing but the standard library)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "scripts"))
-from stormsuite import modparams, storms  # noqa: E402
+from stormsuite import storms  # noqa: E402
+from stormsuite.lkp import modparams  # noqa: E402
 
-# Lines that show a kernel problem (the host's stormsuite.dmesg is the
+# Lines that show a kernel problem (the host's stormsuite.runfiles.dmesg is the
 # reference; the guest may not have the suite's Python path).
 PROBLEM = re.compile(
     r"\bBUG\b|WARNING:|Oops|general protection|Call Trace|"

@@ -58,7 +58,7 @@ BUILD_SECONDS = 120
 def estimate(seed, args: argparse.Namespace) -> str:
     """The time a seed's command will take, from the per-step figures
     above and what seed.work(args) says it will do."""
-    from .. import matrix
+    from ..designs import matrix
     steps, builds = seed.work(args)
     per_run = matrix.RUN_SECONDS * (args.warmup + args.runs)
     boots = sum(matrix.BOOT_SECONDS + per_run * n for n in steps)
@@ -90,14 +90,17 @@ def main(argv: list[str]) -> int:
     who = f"storm seed {nnn}"
     p = parser(nnn)
     args = p.parse_args(argv[1:])
-    from .. import options
+    from ..designs import options
     options.check_guest_options(p, args)
     seed.check(p, args)
     if args.dry_run:
         print(f"{who}: {seed.plan(args)}")
         print(f"{who}: {estimate(seed, args)}")
         return 0
-    from .. import guest, kbuild, linux_source, machines, source, verdict
+    from .. import machines
+    from ..analysis import verdict
+    from ..kernel import kbuild, linux_source, source
+    from ..machines import guest
     try:
         return seed.run(args, who)
     except (guest.GuestError, machines.MachineError, kbuild.BuildError,

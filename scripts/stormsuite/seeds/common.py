@@ -19,7 +19,11 @@ import sys
 import time
 from typing import Any, Iterator
 
-from .. import REPO, compare, linux_source, matrix, options, runs, source
+from .. import REPO
+from ..designs import matrix, options
+from ..kernel import linux_source, source
+from ..report import compare
+from ..runfiles import runs
 
 RESULTS = runs.RESULTS / "seeds"
 PATCHES = REPO / "patches"
@@ -233,5 +237,5 @@ def finish(who: str, nnn: str, results: pathlib.Path, text: str,
 
 
 def release(out: pathlib.Path) -> str:
-    from .. import kbuild
+    from ..kernel import kbuild
     return kbuild.release_of(out)

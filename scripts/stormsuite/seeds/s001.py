@@ -31,7 +31,10 @@ import pathlib
 import statistics
 from typing import Any
 
-from .. import guest, kernels, metrics, result, runs, stats
+from ..analysis import stats
+from ..kernel import kernels
+from ..machines import guest
+from ..runfiles import metrics, result, runs
 from . import common
 
 TITLE = "TLB shootdowns and IPIs by NUMA node pair (tlbstorm, ipistorm)"
@@ -56,7 +59,7 @@ def node_counts(args: argparse.Namespace) -> list[int]:
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    from .. import vm
+    from ..machines import vm
     try:
         counts = node_counts(args)
     except ValueError:

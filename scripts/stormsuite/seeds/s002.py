@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from .. import runs
+from ..runfiles import runs
 from . import common
 
 TITLE = "IPIs of kmem_cache_create on SLAB and SLUB (slabstorm)"

@@ -18,7 +18,9 @@ import pathlib
 import statistics
 from typing import Any
 
-from .. import kernels, matrix, result, runs
+from ..designs import matrix
+from ..kernel import kernels
+from ..runfiles import result, runs
 from . import common
 
 TITLE = "broadcast time against the vCPU count, 6.1 and 6.12 (ipistorm)"
