@@ -1,4 +1,4 @@
-"""Stand-ins for bisect.measure, for tests that drive real git bisects
+"""Stand-ins for bisect_measure.measure, for tests that drive real git bisects
 over small synthetic repositories: each commit's `value` file is the
 metric's level ("broken" fails like a build that does not compile), and
 its boots are real boots' noise around that level."""
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from stormsuite.designs import bisect
+from stormsuite.designs import bisect_measure
 from stormsuite.runfiles import metrics, runs
 from stormsuite.designs.bisect_state import BisectState
 
@@ -72,7 +72,7 @@ def measure(state: BisectState, requests: list[tuple[str, int]]
     for sha, n in requests:
         text = value_at(state, sha)
         if text == "broken":
-            raise bisect.MeasureError("build failed: synthetic")
+            raise bisect_measure.MeasureError("build failed: synthetic")
         # seeded by the commit's subject, not its sha (which changes with
         # the time the test made the repository): a test replays alike
         subject = subprocess.run(

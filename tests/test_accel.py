@@ -13,7 +13,7 @@ import pathlib
 import pytest
 
 from stormsuite import seeds
-from stormsuite.designs import ab, bisect, matrix
+from stormsuite.designs import ab, bisect_measure, matrix
 from stormsuite.kernel import kbuild
 from stormsuite.machines import guest, vm
 from stormsuite.designs.bisect_state import BisectState
@@ -87,7 +87,7 @@ def test_ab_boots_kvm_guests(monkeypatch, vm_argv, tmp_path):
 def test_bisect_boots_kvm_guests(monkeypatch, vm_argv, tmp_path):
     """The accel given at the start is in the bisect's state, which every
     step (a `git bisect run` child) boots its guests from."""
-    monkeypatch.setattr(bisect, "ensure_built",
+    monkeypatch.setattr(bisect_measure, "ensure_built",
                         lambda state, sha: tmp_path / sha)
     state = {"storm": "ipistorm", "params": [], "good": "g" * 40,
              "append": "", "cpus": 4, "memory": "2G", "timeout": 60,
@@ -96,8 +96,8 @@ def test_bisect_boots_kvm_guests(monkeypatch, vm_argv, tmp_path):
              "dir": str(tmp_path), "tree": str(tmp_path)}
     # through state.json, as a step reads it
     (tmp_path / "state.json").write_text(json.dumps(state))
-    with pytest.raises(bisect.MeasureError):
-        bisect.build_and_boot(BisectState.load(tmp_path / "state.json"),
+    with pytest.raises(bisect_measure.MeasureError):
+        bisect_measure.build_and_boot(BisectState.load(tmp_path / "state.json"),
                               [("b" * 40, 1)])
     assert [accel_of(c) for c in vm_argv] == ["kvm"]
 

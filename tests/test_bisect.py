@@ -14,7 +14,8 @@ import pytest
 
 from conftest import REPO
 from stormsuite.analysis import classify
-from stormsuite.designs import bisect, bisect_state
+from stormsuite.designs import (
+    bisect, bisect_measure, bisect_state, bisect_step)
 
 import numpy as np
 
@@ -205,7 +206,7 @@ def test_bisect_names_the_first_bad_commit_and_skips(tmp_path):
     assert git(repo, "rev-parse", "HEAD") == shas[-1]
     assert not (repo / ".git" / "BISECT_LOG").exists()
     d = bisect_dir(tmp_path / "res")
-    steps = bisect.steps(d)
+    steps = bisect_state.steps(d)
     endpoints = [s for s in steps if "endpoint" in s]
     tested = {s["commit"]: s for s in steps if "endpoint" not in s}
     assert [e["endpoint"] for e in endpoints] == ["good", "bad"]
@@ -237,7 +238,7 @@ def test_a_half_way_commit_is_never_decided_by_the_cap(tmp_path):
     rc, out, err = run_bisect(tmp_path / "tree", tmp_path / "res",
                               shas[0], shas[-1])
     d = bisect_dir(tmp_path / "res")
-    tested = {s["commit"]: s for s in bisect.steps(d) if "endpoint" not in s}
+    tested = {s["commit"]: s for s in bisect_state.steps(d) if "endpoint" not in s}
     for s in tested.values():
         if s["decision"] == "skip":
             assert len(s["boots"]) == 6 and "ambiguous" in s["why"]
@@ -311,8 +312,8 @@ def test_step_exit_codes(tmp_path):
     want = {shas[0]: 0, shas[1]: 1, shas[2]: 125}
     for sha, code in want.items():
         git(tmp_path / "tree", "checkout", "-q", sha)
-        assert bisect.step(state_file) == code, sha
-    decisions = [s["decision"] for s in bisect.steps(tmp_path)]
+        assert bisect_step.step(state_file) == code, sha
+    decisions = [s["decision"] for s in bisect_state.steps(tmp_path)]
     assert decisions == ["good", "bad", "skip"]
 
 
@@ -354,10 +355,10 @@ def test_a_tree_bisecting_itself_is_left_alone(tmp_path):
 def test_the_summary_counts_every_build_of_every_step(tmp_path):
     """Steps build in processes of their own (git bisect run): each
     appends its build, and the summary adds them up."""
-    assert bisect.build_seconds(tmp_path) == (0, 0.0)
-    (tmp_path / bisect.BUILDS_LOG).write_text(
+    assert bisect_measure.build_seconds(tmp_path) == (0, 0.0)
+    (tmp_path / bisect_measure.BUILDS_LOG).write_text(
         '{"commit": "a", "seconds": 108.0}\n{"commit": "b", "seconds": 24.5}\n')
-    assert bisect.build_seconds(tmp_path) == (2, 132.5)
+    assert bisect_measure.build_seconds(tmp_path) == (2, 132.5)
 
 
 @pytest.mark.parametrize("virt,how", [("tcg", "min"), ("kvm", "median"),
@@ -486,7 +487,7 @@ def test_a_stopped_bisect_resumed_names_the_same_commit(tmp_path, fail_at,
     assert sorted(stepped) == sorted(ref_measured)
     assert measured(got, "check", shas) == [7, 8]
     # one record a commit, the stopped run's kept: appended, not rewritten
-    records = bisect.steps(d)
+    records = bisect_state.steps(d)
     assert len({r["commit"] for r in records}) == len(records)
     for name, text in before.items():
         assert (d / name).read_text().startswith(text), name
@@ -513,14 +514,14 @@ def test_a_step_resumed_keeps_its_first_boots(tmp_path, monkeypatch):
         monkeypatch.setenv(k, v)
     # half way between the levels: not decided on its first two boots
     with pytest.raises(RuntimeError, match="stopped by the test"):
-        bisect.step(state_file)
+        bisect_step.step(state_file)
     journal = [json.loads(line) for line in
-               (tmp_path / bisect.MEASUREMENTS_LOG).read_text().splitlines()]
+               (tmp_path / bisect_measure.MEASUREMENTS_LOG).read_text().splitlines()]
     assert [(j["phase"], j["commit"], j["boots"]) for j in journal] \
         == [("step", shas[1], 2)]
     monkeypatch.delenv("FAIL_AT")
-    bisect.step(state_file)
-    record, = bisect.steps(tmp_path)
+    bisect_step.step(state_file)
+    record, = bisect_state.steps(tmp_path)
     assert record["boots"][:2] == journal[0]["samples"]
     asked = [c["requests"] for c in calls(tmp_path)]
     # the first call is the stopped run's; the resumed asked for the rest

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from stormsuite.designs import bisect, bisect_state
+from stormsuite.designs import bisect, bisect_measure, bisect_state
 from stormsuite.runfiles import runs
 from test_bisect import bisect_dir, make_repo, storm_bisect
 
@@ -35,7 +35,7 @@ def measure_failures(state, requests):
             ["git", "-C", state.tree, "show", f"{sha}:value"], check=True,
             capture_output=True, text=True).stdout.strip()
         if value == "broken":
-            raise bisect.MeasureError("build failed: synthetic")
+            raise bisect_measure.MeasureError("build failed: synthetic")
         if value == "once":
             boots = [[0.0] * state.runs for _ in range(n)]
             boots[-1][-1] = 1.0
@@ -74,7 +74,7 @@ def test_names_the_first_commit_whose_checks_fail(tmp_path, values,
     assert "confirmed" in out and "NOT confirmed" not in out
     assert "metric failures" in out
     d = bisect_dir(tmp_path / "res")
-    tested = [s for s in bisect.steps(d) if "endpoint" not in s]
+    tested = [s for s in bisect_state.steps(d) if "endpoint" not in s]
     for s in tested:
         if s["decision"] == "skip":
             assert values[shas.index(s["commit"])] == "broken"
@@ -114,11 +114,11 @@ def test_help_documents_the_failures_metric():
 
 
 def test_a_step_is_bad_on_any_failure():
-    assert bisect.failures_verdict([0, 0, 1]).decision == "bad"
-    assert bisect.failures_verdict([0, 0, 0]).decision == "good"
-    assert bisect.failures_differ([0, 0], [0, 4])
-    assert not bisect.failures_differ([1, 0], [0, 4])
-    assert not bisect.failures_differ([0, 0], [0, 0])
+    assert bisect_state.failures_verdict([0, 0, 1]).decision == "bad"
+    assert bisect_state.failures_verdict([0, 0, 0]).decision == "good"
+    assert bisect_state.failures_differ([0, 0], [0, 4])
+    assert not bisect_state.failures_differ([1, 0], [0, 4])
+    assert not bisect_state.failures_differ([0, 0], [0, 0])
 
 
 # ------------------------------------------------------------ run documents

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as sst
 
 from stormsuite.analysis import classify
-from stormsuite.designs import bisect
+from stormsuite.designs import bisect, bisect_measure
 from stormsuite.designs.bisect_state import Reading
 
 CALLS = 1000
@@ -76,7 +76,7 @@ def test_ticks_are_taken_out_within_the_boots(tmp_path):
                                  "label": "x", "params": {}, "run": {},
                                  **d}))
         files.append(str(p))
-    boots = bisect.boots_of_files(files)
+    boots = bisect_measure.boots_of_files(files)
     assert [len(b) for b in boots] == [3, 3, 3, 3]
     st = state()
     numbers = st.boot_numbers(boots)

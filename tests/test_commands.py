@@ -315,11 +315,11 @@ def test_box_options_that_do_not_go_together(capsys, tree, tmp_path,
 
 def test_bisect_arm64_builds_apart(tmp_path):
     """An arm64 bisect's three build directories are its own."""
-    from stormsuite.designs import bisect, bisect_state
+    from stormsuite.designs import bisect_measure, bisect_state
     state = bisect_state.BisectState(
         dir=str(tmp_path), tree=".", good="a" * 40, bad="b" * 40,
         reading=None, arch="arm64", parent="c" * 40)
-    names = [bisect.build_for(state, sha)[0].name
+    names = [bisect_measure.build_for(state, sha)[0].name
              for sha in ("a" * 40, "c" * 40, "d" * 40)]
     assert names == ["bisect-good-arm64", "bisect-parent-arm64",
                      "bisect-arm64"]

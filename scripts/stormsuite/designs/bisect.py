@@ -35,512 +35,44 @@ one would have tested next), and every measurement in measurements.jsonl
 (the endpoints' rounds, a step's first boots, the parent check) is
 answered from there instead of being built and booted again.
 
-Measuring is one function, `measure(state, requests)`: for each (sha,
-boots) request, build and boot it, and return its per-boot samples and run
-files; --measurer MODULE:FUNCTION replaces it (the tests drive real git
-bisects with a fake). The state (bisect_state.BisectState) is what the
-bisect was asked and what it has learnt, in state.json for every step.
+The measuring (bisect_measure.py), the decisions of the endpoints, the
+steps and the parent check (bisect_step.py), --resume's checks
+(bisect_resume.py) and the state (bisect_state.BisectState: what the
+bisect was asked and what it has learnt, in state.json for every step)
+have files of their own; this one is the command: its options, the
+worktree, `git bisect run`, the summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import fcntl
-import importlib
-import json
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
 import time
-from typing import Any, Callable
-
-import numpy as np
+from typing import Any
 
 from .. import storms
-from ..analysis import classify, stats, verdict
 from ..kernel import kbuild, source
 from ..machines import box, guest
-from ..report import compare
-from ..runfiles import runs
-from . import boxbisect, matrix, options
+from . import bisect_resume, boxbisect, matrix, options
+from .bisect_measure import (
+    DEFAULT_MEASURER, STEP_BUILD, MeasureError, build_seconds, short,
+    subject)
 from .bisect_state import (
-    FAILURES, BisectState, Reading, failures_differ, failures_verdict)
+    FAILURES, BisectState, Reading, Refused, hold, steps)
+from .bisect_step import (
+    EXIT_ABORT, confirm, endpoints_line, measure_endpoints, step)
 from ..kernel.git import git
 
-EXIT_GOOD, EXIT_BAD, EXIT_SKIP = 0, 1, 125
-EXIT_ABORT = 128            # git bisect run stops on this
 EXIT_UNCONFIRMED = 3        # named a commit, but its parent check failed
-DEFAULT_MEASURER = "stormsuite.designs.bisect:measure"
-Request = tuple[str, int]               # (commit, boots)
 DEFAULT_RUNS = 10           # a boot's runs, summarized to the boot's number
 MAX_BOOTS = 16              # a commit's boots before the odds decide
 ENDPOINT_MAX_BOOTS = 20     # each endpoint's boots before bisecting anyway
-Measured = tuple[list[list[float]], list[str]]  # per-boot samples, files
 
-
-class MeasureError(Exception):
-    """The commit could not be measured (build or boot failed)."""
-
-
-# ---------------------------------------------------------------- git
-
-def subject(tree: pathlib.Path, sha: str) -> str:
-    return git(tree, "log", "-1", "--format=%s", sha)
-
-
-def short(sha: str) -> str:
-    return sha[:12]
-
-
-# ---------------------------------------------------------------- measuring
-
-GOOD_BUILD, STEP_BUILD = ("bisect-good", "-storm-good"), ("bisect", "-storm")
-PARENT_BUILD = ("bisect-parent", "-storm-parent")
-BUILDS_LOG = "builds.jsonl"
-
-
-def build_for(state: BisectState, sha: str) -> tuple[pathlib.Path, str]:
-    """(build directory, localversion): the good endpoint, and the first
-    bad commit's parent in the final check, keep builds of their own, so
-    that both sides of a pair of boots exist at once."""
-    if sha == state.good:
-        name, localversion = GOOD_BUILD
-    elif sha == state.parent:
-        name, localversion = PARENT_BUILD
-    else:
-        name, localversion = STEP_BUILD
-    return source.build_dir(kbuild.arch_named(name, state.arch)), localversion
-
-
-def ensure_built(state: BisectState, sha: str) -> pathlib.Path:
-    """Build sha unless its build dir already has it. The revision is
-    written to build/kernel/src and built from there (source.py): the
-    tree's checkout is not needed, and every tree of the same source
-    shares the compiler cache and the build directories."""
-    tree = pathlib.Path(state.tree)
-    out, localversion = build_for(state, sha)
-    fragments = tuple(pathlib.Path(f) for f in state.config)
-    try:
-        if kbuild.built_as(out, short(sha), fragments, localversion,
-                           state.arch):
-            guest.build_modules(str(out), state.arch)
-            return out
-        source.checkout(tree, sha, "storm bisect")
-        built = kbuild.build(source.SRC, out, fragments=fragments,
-                             localversion=localversion, revision=short(sha),
-                             arch=state.arch)
-        source.record(out)
-    except (kbuild.BuildError, guest.GuestError, source.SourceError) as e:
-        raise MeasureError(f"build failed: {e}") from e
-    # kbuild.build made the storms against it too
-    print(f"storm bisect: built {short(sha)} in {built.seconds:.0f} s",
-          file=sys.stderr, flush=True)
-    # for the summary's breakdown: the steps build in processes of their own
-    with open(pathlib.Path(state.dir) / BUILDS_LOG, "a") as f:
-        f.write(json.dumps({"commit": sha, "seconds": built.seconds}) + "\n")
-    return out
-
-
-def build_seconds(state_dir: pathlib.Path) -> tuple[int, float]:
-    """(builds, seconds) of the kernel builds this bisect made."""
-    try:
-        lines = (state_dir / BUILDS_LOG).read_text().splitlines()
-    except OSError:
-        return 0, 0.0
-    seconds = [json.loads(line)["seconds"] for line in lines if line]
-    return len(seconds), sum(seconds)
-
-
-def measure(state: BisectState, requests: list[Request]
-            ) -> list[Measured]:
-    """Build each requested commit and boot it, interleaved across the
-    requests, two at a time: per request, the per-boot samples and the
-    run files. The build directories are held (source.lock) from the
-    first build to the last boot."""
-    with source.lock("storm bisect"):
-        return build_and_boot(state, requests)
-
-
-def build_and_boot(state: BisectState, requests: list[Request]
-                   ) -> list[Measured]:
-    outs = [ensure_built(state, sha) for sha, _ in requests]
-    steps = (guest.Step(state.storm, tuple(state.params)),)
-    plan = []
-    for (sha, n), out in zip(requests, outs):
-        label = "good-" + short(sha) if sha == state.good else short(sha)
-        series = guest.new_series_id()
-        g = guest.Guest(str(out), state.append, state.cpus, state.memory,
-                        state.timeout, no_build=True, insn=state.insn,
-                        accel=state.accel, arch=state.arch)
-        plan.append([guest.Boot(g, label, series,
-                                f"{short(sha)} boot {k + 1}/{n}", steps)
-                     for k in range(n)])
-    try:
-        done = guest.run_boots(guest.interleave(plan), runs=state.runs,
-                               warmup=state.warmup,
-                               results=pathlib.Path(state.results),
-                               jobs=state.jobs)
-    except guest.GuestError as e:
-        raise MeasureError(str(e)) from e
-    out: list[Measured] = []
-    for boots in plan:
-        mine = [d for d in done if d.boot in boots]
-        try:
-            samples = [state.reading.samples([runs.load_run(f)
-                                              for f in d.files])
-                       for d in mine]
-        except runs.RunError as e:
-            # a kernel whose storm's checks fail has no time to bisect on
-            raise MeasureError(str(e)) from e
-        out.append((samples, [str(f) for d in mine for f in d.files]))
-    return out
-
-
-def load_measurer(spec: str) -> Callable[..., list[Measured]]:
-    module, _, func = spec.partition(":")
-    return getattr(importlib.import_module(module), func)
-
-
-MEASUREMENTS_LOG = "measurements.jsonl"
-Measurer = Callable[[BisectState, list[Request]], list[Measured]]
-
-
-def measurer_for(state: BisectState, phase: str) -> Measurer:
-    """state.measurer through the bisect's journal, measurements.jsonl:
-    every measurement is appended there as soon as it returns, and a
-    request the journal already answers (the same phase, commit and
-    number of boots, in the order they were asked) is answered from it
-    instead of being measured again. steps.jsonl has a step only once it
-    is decided; the journal also has the rounds of a step or of the
-    endpoints that a stopped bisect left unfinished, which is what lets
-    --resume reuse every boot. phase: "endpoints", "step" or "check"
-    (the check measures the first bad commit and its parent again, on
-    purpose: their step boots must not answer it)."""
-    measurer = load_measurer(state.measurer)
-    path = pathlib.Path(state.dir) / MEASUREMENTS_LOG
-    recorded: dict[str, list[dict[str, Any]]] = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                d = json.loads(line)
-            except ValueError:
-                continue        # a line cut short by the stop: measure it
-            if d.get("phase") == phase:
-                recorded.setdefault(d["commit"], []).append(d)
-
-    def measure(st: BisectState, requests: list[Request]) -> list[Measured]:
-        out: list[Measured | None] = []
-        todo = []
-        for i, (sha, n) in enumerate(requests):
-            queue = recorded.get(sha, [])
-            if queue and queue[0]["boots"] == n:
-                d = queue.pop(0)
-                print(f"storm bisect: {short(sha)}: {n} boots measured "
-                      f"before the stop, reused ({MEASUREMENTS_LOG})",
-                      file=sys.stderr, flush=True)
-                # what the measurer's run files taught the reading
-                # (bisect_state.Reading.samples) before the stop
-                st.reading.name, st.reading.kind, st.reading.summary = \
-                    d.get("metric") or (st.reading.name, st.reading.kind,
-                                        st.reading.summary)
-                out.append((d["samples"], d["files"]))
-            else:
-                # asked otherwise than before: measure from here on
-                recorded.pop(sha, None)
-                out.append(None)
-                todo.append(i)
-        if todo:
-            got = measurer(st, [requests[i] for i in todo])
-            with open(path, "a") as f:
-                for i, (samples, files) in zip(todo, got):
-                    sha, n = requests[i]
-                    f.write(json.dumps({
-                        "phase": phase, "commit": sha, "boots": n,
-                        "samples": samples, "files": files,
-                        "metric": [st.reading.name, st.reading.kind,
-                                   st.reading.summary]}) + "\n")
-                    out[i] = (samples, files)
-        return [m for m in out if m is not None]
-
-    return measure
-
-
-# ---------------------------------------------------------------- state
-
-def steps(state_dir: pathlib.Path) -> list[dict[str, Any]]:
-    path = state_dir / "steps.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()
-            if line.strip()]
-
-
-# ---------------------------------------------------------------- one step
-
-def step(state_file: pathlib.Path) -> int:
-    """What `git bisect run` calls: 0 good, 1 bad, 125 skip."""
-    state = BisectState.load(state_file)
-    reading = state.reading
-    tree = pathlib.Path(state.tree)
-    sha = commit_under_test(tree)
-    measurer = measurer_for(state, "step")
-    record: dict[str, Any] = {"commit": sha, "subject": subject(tree, sha),
-                              "boots": [], "files": []}
-    started = time.monotonic()
-    print(f"storm bisect: testing {short(sha)} {record['subject']}",
-          file=sys.stderr, flush=True)
-
-    def boot(n: int) -> list[float]:
-        (samples, files), = measurer(state, [(sha, n)])
-        record["boots"] += samples
-        record["files"] += files
-        got = reading.summaries(samples)
-        print(f"storm bisect: {short(sha)}: {len(record['boots'])} "
-              f"{reading.unit}: "
-              f"{reading.describe(reading.summaries(record['boots']))}",
-              file=sys.stderr, flush=True)
-        return got
-
-    try:
-        if reading.deterministic:
-            verdict = failures_verdict(boot(state.boots))
-        else:
-            verdict, _ = classify.decide(
-                boot, state.classify_levels(), log=reading.log_scale,
-                first=state.jobs, more=state.jobs, cap=state.max_boots)
-    except MeasureError as e:
-        record.update(decision="skip", why=str(e))
-        code = EXIT_SKIP
-    else:
-        record.update(decision=verdict.decision)
-        if not reading.deterministic:
-            # (a failures step has no odds: it is certain either way)
-            record.update(odds=verdict.odds, position=verdict.position)
-        code = {classify.GOOD: EXIT_GOOD, classify.BAD: EXIT_BAD}.get(
-            verdict.decision, EXIT_SKIP)
-        if code == EXIT_SKIP:
-            record.update(decision="skip", why="ambiguous after "
-                          f"{len(record['boots'])} {reading.unit}")
-        else:
-            # the commit's boots join the level it was called
-            state.levels[verdict.decision].append(
-                reading.summaries(record["boots"]))
-            state.save()
-    record["seconds"] = round(time.monotonic() - started, 1)
-    state.log_step(record)
-    shown = reading.describe(reading.summaries(record["boots"])) \
-        if record["boots"] else ""
-    why = f" ({record['why']})" if "why" in record else \
-        f" ({len(record['boots'])} boots x {state.runs} runs)" \
-        if reading.deterministic else \
-        f" (odds good:bad {classify.fmt_odds(record['odds'])}, at " \
-        f"{record['position']:.2f} of the way from good to bad)"
-    print(f"storm bisect: {short(sha)}: {record['decision']}{why} "
-          f"{reading.shown}: {shown}", file=sys.stderr, flush=True)
-    return code
-
-
-def failures_line(good: list[float], bad: list[float],
-                  state: BisectState) -> str:
-    """The endpoints (or the parent and the first bad commit) on
-    failures: 'good 0 failures in 0 of 3 boots, bad ...'."""
-    describe = state.reading.describe
-    return (f"failures: good {describe(good)}, bad {describe(bad)} "
-            f"({state.runs} runs a boot)")
-
-
-def endpoints_line(state: BisectState) -> str:
-    """The endpoints' verdict as the summary and the refusal print it."""
-    good, bad = state.levels["good"][0], state.levels["bad"][0]
-    if state.reading.deterministic:
-        return failures_line(good, bad, state)
-    return verdict_line(good, bad, state)[0]
-
-
-# ---------------------------------------------------------------- driver
-
-def boots_of_files(files: list[str]) -> list[list[dict[str, Any]]]:
-    """Run files as their boots' run documents (env.boot_id), in the
-    order they came."""
-    by_boot: dict[str, list[dict[str, Any]]] = {}
-    for f in files:
-        doc = runs.load_run(pathlib.Path(f))
-        by_boot.setdefault(str(doc["env"].get("boot_id") or f), []) \
-            .append(doc)
-    return list(by_boot.values())
-
-
-def readable(files: list[str]) -> bool:
-    return bool(files) and all(f.endswith(".json")
-                               and pathlib.Path(f).is_file() for f in files)
-
-
-def measure_endpoints(state: BisectState, tree: pathlib.Path) -> bool:
-    """Boot both endpoints, interleaved, until their difference is clear
-    or the cap (classify.sample_endpoints); whether they differ. The
-    state learns their levels, run files and, for instructions, the
-    ticks' slope within their boots. Resumed, the rounds come back from
-    the journal (measurer_for) and the same rounds decide the same."""
-    measurer = measurer_for(state, "endpoints")
-    if state.reading.deterministic:
-        return failure_endpoints(state, tree, measurer)
-    reading = state.reading
-    good, bad = state.good, state.bad
-    samples: dict[str, list[list[float]]] = {"good": [], "bad": []}
-    files: dict[str, list[str]] = {"good": [], "bad": []}
-
-    def numbers() -> tuple[list[float], list[float]]:
-        if reading.kind == "insn" and readable(files["good"]) \
-                and readable(files["bad"]):
-            gd, bd = boots_of_files(files["good"]), \
-                boots_of_files(files["bad"])
-            both = reading.boot_numbers(gd + bd)
-            return both[:len(gd)], both[len(gd):]
-        return reading.summaries(samples["good"]), \
-            reading.summaries(samples["bad"])
-
-    def measure(n: int, round_: int) -> tuple[list[float], list[float]]:
-        print(f"storm bisect: booting the endpoints {short(good)} and "
-              f"{short(bad)}, {n} more each", file=sys.stderr, flush=True)
-        # the endpoint launched first takes turns (guest.interleave)
-        if round_ % 2 == 0:
-            (g_s, g_f), (b_s, b_f) = measurer(state, [(good, n), (bad, n)])
-        else:
-            (b_s, b_f), (g_s, g_f) = measurer(state, [(bad, n), (good, n)])
-        samples["good"] += g_s
-        samples["bad"] += b_s
-        files["good"] += g_f
-        files["bad"] += b_f
-        gb, bb = numbers()
-        print(f"storm bisect: good {short(good)}: {reading.describe(gb)}; "
-              f"bad {short(bad)}: {reading.describe(bb)}",
-              file=sys.stderr, flush=True)
-        return gb, bb
-
-    found = classify.sample_endpoints(
-        measure, log=reading.log_scale, first=state.boots,
-        cap=state.endpoint_max_boots, confidence=state.confidence,
-        floor=lambda: reading.floor)
-    state.levels = {"good": [found.good], "bad": [found.bad]}
-    state.good_files, state.bad_files = files["good"], files["bad"]
-    state.endpoints_p = found.p
-    state.endpoints_within = None if found.within is None \
-        else [*found.within, 1 - 2 * found.alpha]
-    log_endpoints(state, tree, files)
-    return found.differ
-
-
-def log_endpoints(state: BisectState, tree: pathlib.Path,
-                  files: dict[str, list[str]]) -> None:
-    """Each endpoint's boots and run files into steps.jsonl, once: a
-    resumed bisect whose endpoints were done has them there."""
-    logged = {s["endpoint"] for s in steps(pathlib.Path(state.dir))
-              if "endpoint" in s}
-    for which, sha in (("good", state.good), ("bad", state.bad)):
-        if which in logged:
-            continue
-        state.log_step({"commit": sha, "subject": subject(tree, sha),
-                        "endpoint": which,
-                        "boot_summaries": state.levels[which][0],
-                        "files": files[which]})
-
-
-def failure_endpoints(state: BisectState, tree: pathlib.Path,
-                      measurer: Measurer) -> bool:
-    """--metric failures: both endpoints booted --boots times each,
-    interleaved, once (no rounds: the checks need no odds); whether the
-    good endpoint had no failure and the bad one some."""
-    good, bad = state.good, state.bad
-    print(f"storm bisect: booting the endpoints {short(good)} and "
-          f"{short(bad)}, {state.boots} each", file=sys.stderr, flush=True)
-    (g_s, g_f), (b_s, b_f) = measurer(state, [(good, state.boots),
-                                              (bad, state.boots)])
-    reading = state.reading
-    gb, bb = reading.summaries(g_s), reading.summaries(b_s)
-    print(f"storm bisect: good {short(good)}: {reading.describe(gb)}; "
-          f"bad {short(bad)}: {reading.describe(bb)}",
-          file=sys.stderr, flush=True)
-    state.levels = {"good": [gb], "bad": [bb]}
-    state.good_files, state.bad_files = g_f, b_f
-    log_endpoints(state, tree, {"good": g_f, "bad": b_f})
-    return failures_differ(gb, bb)
-
-
-def verdict_line(base: list[float], new: list[float],
-                 state: BisectState) -> tuple[str, stats.Estimate]:
-    est = stats.boot_change(base, new, log=state.reading.log_scale,
-                            confidence=state.confidence)
-    if est.testable:
-        size = f"{est.n_base}+{est.n_new} boots x {state.runs} runs"
-        change = (f"{est.pct:+.1f}% [{est.lo:+.1f}%, {est.hi:+.1f}%] "
-                  f"(p={est.p:.3g}, {size})")
-    else:
-        change = f"{est.pct:+.1f}% (too few boots for an interval)"
-    return change, est
-
-
-def confirm(state: BisectState, tree: pathlib.Path, first_bad: str,
-            state_dir: pathlib.Path) -> tuple[str, bool]:
-    """0-day's check: the first bad commit against its parent, measured
-    again side by side. (report, confirmed)."""
-    parent = git(tree, "rev-parse", f"{first_bad}^")
-    state.parent = parent
-    print(f"storm bisect: measuring {short(first_bad)} against its parent "
-          f"{short(parent)} again ({state.boots} boots each)",
-          file=sys.stderr, flush=True)
-    measurer = measurer_for(state, "check")
-    try:
-        (p_s, p_f), (b_s, b_f) = measurer(
-            state, [(parent, state.boots), (first_bad, state.boots)])
-    except MeasureError as e:
-        return f"could not measure it against its parent: {e}\n", False
-    if state.reading.deterministic:
-        return confirm_failures(state, parent, p_s, b_s)
-    line, est = verdict_line(state.reading.summaries(p_s),
-                             state.reading.summaries(b_s), state)
-    direction = np.sign(np.median(state.levels["bad"][0])
-                        - np.median(state.levels["good"][0]))
-    confirmed = est.excludes_zero and np.sign(est.pct) == direction
-    report = (f"re-measured against its parent {short(parent)}: "
-              f"{state.reading.shown} {line}: "
-              + ("confirmed" if confirmed else
-                 "NOT confirmed: the change does not reproduce between "
-                 "these two commits; treat the culprit as a suspect") + "\n")
-    if all(str(f).endswith(".json") for f in p_f + b_f) and p_f and b_f:
-        sides = [[runs.load_files([pathlib.Path(f) for f in p_f],
-                                  f"parent-{short(parent)}")],
-                 [runs.load_files([pathlib.Path(f) for f in b_f],
-                                  f"bad-{short(first_bad)}")]]
-        for group in compare.pair(sides):
-            try:
-                cmp = verdict.build(group, confidence=state.confidence)
-            except verdict.CompareError as e:
-                report += f"(no table: {e})\n"
-                continue
-            table = compare.render(cmp)
-            compare.write_outputs(cmp, table, state_dir)
-            report += "\n" + table
-    return report, confirmed
-
-
-def confirm_failures(state: BisectState, parent: str,
-                     parent_boots: list[list[float]],
-                     bad_boots: list[list[float]]) -> tuple[str, bool]:
-    """The check of a failures bisect: the parent again without a
-    failure, the first bad commit again with some."""
-    reading = state.reading
-    pb, bb = reading.summaries(parent_boots), reading.summaries(bad_boots)
-    confirmed = failures_differ(pb, bb)
-    line = (f"parent {reading.describe(pb)}, first bad "
-            f"{reading.describe(bb)} ({state.runs} runs a boot)")
-    return (f"re-measured against its parent {short(parent)}: {FAILURES}: "
-            f"{line}: " + ("confirmed" if confirmed else
-                           "NOT confirmed: the failures do not begin "
-                           "between these two commits; treat the culprit "
-                           "as a suspect") + "\n"), confirmed
 
 
 def first_bad_commit(tree: pathlib.Path) -> str | None:
@@ -631,10 +163,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-class Refused(ValueError):
-    """The tree or revisions cannot be bisected as asked (exit 2)."""
-
-
 def check_options(p: argparse.ArgumentParser,
                   args: argparse.Namespace) -> None:
     missing = [name for name, value in (
@@ -720,13 +248,6 @@ def bisect_worktree(tree: pathlib.Path, state_dir: pathlib.Path,
     git(tree, "worktree", "add", "-q", "--no-checkout", "--detach", str(wt),
         bad)
     return wt
-
-
-def commit_under_test(tree: pathlib.Path) -> str:
-    """The commit git bisect picked: BISECT_HEAD in a --no-checkout
-    bisect, else HEAD."""
-    return git(tree, "rev-parse", "--verify", "-q", "BISECT_HEAD",
-               check=False) or git(tree, "rev-parse", "HEAD")
 
 
 def remove_worktree(tree: pathlib.Path, wt: pathlib.Path) -> None:
@@ -871,21 +392,6 @@ def relearn(state: BisectState, recorded: list[dict[str, Any]]) -> None:
                 state.reading.summaries(r["boots"]))
 
 
-def hold(state_dir: pathlib.Path) -> Any:
-    """The bisect directory's lock (bisect.lock), held by the process
-    that bisects in it until it ends (the kernel lets go of it however
-    the process dies), or Refused: --resume on a bisect that is in fact
-    still running would remove its worktree from under it."""
-    f = open(state_dir / "bisect.lock", "w")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        f.close()
-        raise Refused(f"a storm bisect is still running in {state_dir} "
-                      "(it holds bisect.lock)") from e
-    return f
-
-
 def bisect_in(state: BisectState, user_tree: pathlib.Path) -> int:
     """The bisect of a new state, or of a resumed one (the steps it
     recorded replayed, its measurements reused through the journal), in
@@ -966,161 +472,6 @@ def bisect_in(state: BisectState, user_tree: pathlib.Path) -> int:
     return 0 if confirmed else EXIT_UNCONFIRMED
 
 
-# ---------------------------------------------------------------- --resume
-
-def given_arguments(argv: list[str]) -> dict[str, Any]:
-    """The arguments on the command line, by dest: parsed again with
-    every default suppressed, so that one not given is absent rather
-    than at its default (which may differ from what the bisect stored:
-    --jobs's depends on the host)."""
-    p = parser()
-    for action in p._actions:
-        action.default = argparse.SUPPRESS
-    return vars(p.parse_args(argv))
-
-
-def stored_state(state_dir: pathlib.Path) -> BisectState:
-    """STATE_DIR/state.json, or Refused saying why it cannot be resumed
-    from."""
-    path = state_dir / "state.json"
-    if not path.is_file():
-        raise Refused(f"{path} does not exist: --resume takes the "
-                      "directory of a storm bisect "
-                      "(results/bisect/<tree>-<time>/)")
-    try:
-        state = BisectState.load(path)
-        if not (state.good and state.bad and state.storm):
-            raise ValueError("it names no endpoints or storm")
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-        raise Refused(f"{path} is unreadable as a bisect's state ({e})") \
-            from e
-    if (state_dir / "summary.txt").exists():
-        raise Refused(f"{state_dir} holds a finished bisect (its result is "
-                      "in summary.txt): there is nothing to resume")
-    return state
-
-
-def check_commits(tree: pathlib.Path, state: BisectState,
-                  recorded: list[dict[str, Any]]) -> None:
-    """Refused unless every commit the state and its steps name is still
-    in tree's repository: the steps are replayed by their ids."""
-    named = [state.good, state.bad, *(r["commit"] for r in recorded)]
-    if state.parent:
-        named.append(state.parent)
-    gone = [sha for sha in dict.fromkeys(named)
-            if subprocess.run(["git", "-C", str(tree), "cat-file", "-e",
-                               f"{sha}^{{commit}}"],
-                              capture_output=True).returncode != 0]
-    if gone:
-        raise Refused(f"{tree} no longer has the commit"
-                      f"{'s' if len(gone) > 1 else ''} "
-                      f"{', '.join(short(g) for g in gone)} that the bisect "
-                      "recorded (rewritten or garbage-collected?), so its "
-                      "steps cannot be replayed")
-
-
-def contradictions(given: dict[str, Any], state: BisectState,
-                   tree: pathlib.Path, state_dir: pathlib.Path) -> list[str]:
-    """Each argument given with --resume that differs from what the
-    bisect stored, as 'GIVEN, the bisect's is STORED'."""
-    diffs = []
-    for opt, dest in (("--good", "good"), ("--bad", "bad")):
-        if dest in given:
-            sha = git(tree, "rev-parse", "--verify", "-q",
-                      f"{given[dest]}^{{commit}}", check=False)
-            if sha != getattr(state, dest):
-                diffs.append(f"{opt} {given[dest]} is "
-                             f"{short(sha) if sha else 'no commit'}, the "
-                             f"bisect's is {short(getattr(state, dest))}")
-    if "metric" in given and given["metric"] != state.reading.asked:
-        diffs.append(f"--metric {given['metric']}, the bisect's is "
-                     f"{state.reading.asked}")
-    if "storm" in given and (given["storm"], sorted(given.get("params", []))
-                             ) != (state.storm, sorted(state.params)):
-        diffs.append(f"{' '.join([given['storm'], *given.get('params', [])])}"
-                     f", the bisect's is "
-                     f"{' '.join([state.storm, *state.params])}")
-    # the options stored as they were given (new_state)
-    # (not --timeout: it bounds a hung guest, and a guest timeout may be
-    # what stopped the bisect; a resume may raise it)
-    for dest in ("boots", "runs", "warmup", "max_boots", "jobs",
-                 "endpoint_max_boots", "confidence", "append", "cpus",
-                 "memory", "accel", "arch", "measurer"):
-        if dest in given and given[dest] != getattr(state, dest):
-            diffs.append(f"--{dest.replace('_', '-')} {given[dest]}, the "
-                         f"bisect's is {getattr(state, dest)}")
-    if "insn" in given and given["insn"] != state.insn:
-        diffs.append("--no-insn, the bisect counts instructions")
-    if "config" in given and [str(f.resolve()) for f in given["config"]] \
-            != state.config:
-        diffs.append(f"--config {' '.join(map(str, given['config']))}, the "
-                     f"bisect's is {' '.join(state.config) or 'none'}")
-    if "results" in given and \
-            given["results"].resolve() / "bisect" != state_dir.parent:
-        diffs.append(f"--results {given['results']}, the bisect's is "
-                     f"{state_dir.parent.parent}")
-    return diffs
-
-
-def resume(argv: list[str], args: argparse.Namespace) -> int:
-    """storm bisect --resume STATE_DIR: the stored bisect, checked
-    against the tree and the arguments given, carried on in STATE_DIR."""
-    state_dir = args.resume.resolve()
-    if state_dir.name == "state.json":
-        state_dir = state_dir.parent
-    try:
-        state = stored_state(state_dir)
-        lock = hold(state_dir)      # noqa: F841 (held until we return)
-        stored_tree = pathlib.Path(state.user_tree) if state.user_tree \
-            else None
-        tree = args.tree.resolve() if args.tree else stored_tree
-        if tree is None:
-            raise Refused(f"{state_dir / 'state.json'} does not name the "
-                          "tree it bisects (it predates --resume): give "
-                          "--tree")
-        if stored_tree is not None and tree != stored_tree:
-            raise Refused(f"--tree {tree} is a different tree from the "
-                          f"bisect's, {stored_tree}")
-        try:
-            git(tree, "rev-parse", "--git-dir")
-        except RuntimeError as e:
-            raise Refused(f"the bisect's tree {tree} is not a git "
-                          f"repository any more ({e})") from e
-        recorded = [s for s in steps(state_dir) if "endpoint" not in s]
-        check_commits(tree, state, recorded)
-        diffs = contradictions(given_arguments(argv), state, tree,
-                               state_dir)
-        if diffs:
-            raise Refused("the arguments given contradict the bisect's "
-                          f"({'; '.join(diffs)}): leave them out to take "
-                          "its own")
-    except Refused as e:
-        print(f"storm bisect: cannot resume {state_dir}: {e}",
-              file=sys.stderr)
-        return 2
-    # where this run's files go, should the directory have moved
-    state.dir, state.user_tree = str(state_dir), str(tree)
-    if "timeout" in given_arguments(argv):
-        state.timeout = args.timeout
-    decided = {d: sum(1 for r in recorded if r["decision"] == d)
-               for d in ("good", "bad", "skip")}
-    journal = state_dir / MEASUREMENTS_LOG
-    reused = len(journal.read_text().splitlines()) if journal.is_file() \
-        else 0
-    what = (f"storm bisect: {tree.name}: good {short(state.good)}, bad "
-            f"{short(state.bad)}; {state.storm} {' '.join(state.params)}; "
-            f"metric {state.reading.asked}; resuming {state_dir}: "
-            f"{len(recorded)} step{'' if len(recorded) == 1 else 's'} "
-            f"recorded ({decided['good']} good, "
-            f"{decided['bad']} bad, {decided['skip']} skipped), "
-            f"{reused} measurements to reuse")
-    if args.dry_run:
-        print(what)
-        return 0
-    print(what, file=sys.stderr, flush=True)
-    return bisect_in(state, tree)
-
-
 def main(argv: list[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
@@ -1128,7 +479,17 @@ def main(argv: list[str]) -> int:
         if args.box:
             p.error("--resume: a bisect on a box is ktest.pl's, which "
                     "keeps no state.json to resume from")
-        return resume(argv, args)
+        try:
+            state, tree, lock, what = bisect_resume.resumed(
+                args, bisect_resume.given_arguments(parser(), argv))
+        except Refused as e:
+            print(f"storm bisect: {e}", file=sys.stderr)
+            return 2
+        if args.dry_run:
+            print(what)
+            return 0
+        print(what, file=sys.stderr, flush=True)
+        return bisect_in(state, tree)
     check_options(p, args)
     if args.box and args.arch != "x86_64":
         p.error("--arch: a box is the architecture it is (--box)")

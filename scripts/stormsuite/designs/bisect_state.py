@@ -11,6 +11,7 @@ result sets)."""
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import pathlib
 from typing import Any
@@ -320,3 +321,30 @@ def failures_verdict(boot_failures: list[float]) -> classify.Verdict:
 def failures_differ(good: list[float], bad: list[float]) -> bool:
     """The endpoints of a failures bisect: none at good, some at bad."""
     return not any(n > 0 for n in good) and any(n > 0 for n in bad)
+
+
+def steps(state_dir: pathlib.Path) -> list[dict[str, Any]]:
+    path = state_dir / "steps.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()
+            if line.strip()]
+
+
+class Refused(ValueError):
+    """The tree or revisions cannot be bisected as asked (exit 2)."""
+
+
+def hold(state_dir: pathlib.Path) -> Any:
+    """The bisect directory's lock (bisect.lock), held by the process
+    that bisects in it until it ends (the kernel lets go of it however
+    the process dies), or Refused: --resume on a bisect that is in fact
+    still running would remove its worktree from under it."""
+    f = open(state_dir / "bisect.lock", "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        f.close()
+        raise Refused(f"a storm bisect is still running in {state_dir} "
+                      "(it holds bisect.lock)") from e
+    return f
