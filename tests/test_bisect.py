@@ -649,3 +649,12 @@ def test_resume_takes_a_longer_timeout(stopped):
                                 "--dry-run", env=counting(tmp))
     assert rc == 0, err
     assert f"resuming {d}: 1 step recorded" in out
+
+
+def test_a_bisect_started_before_the_layers_resumes_with_its_measurer():
+    """state.json of a bisect started before the drivers moved into
+    their layers names the default measurer by its old module."""
+    assert bisect_measure.load_measurer("stormsuite.bisect:measure") is \
+        bisect_measure.measure
+    assert bisect_measure.load_measurer(bisect_measure.DEFAULT_MEASURER) \
+        is bisect_measure.measure

@@ -150,8 +150,13 @@ def build_and_boot(state: BisectState, requests: list[Request]
     return out
 
 
+# the default's name in the state.json of bisects started before the
+# drivers were split into layers, which --resume reads back
+MOVED_MEASURERS = {"stormsuite.bisect:measure": DEFAULT_MEASURER}
+
+
 def load_measurer(spec: str) -> Callable[..., list[Measured]]:
-    module, _, func = spec.partition(":")
+    module, _, func = MOVED_MEASURERS.get(spec, spec).partition(":")
     return getattr(importlib.import_module(module), func)
 
 
