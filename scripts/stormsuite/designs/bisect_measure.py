@@ -21,10 +21,7 @@ from ..kernel import kbuild, source
 from ..kernel.git import git
 from ..machines import guest
 from ..runfiles import runs
-from .bisect_state import BisectState
-
-DEFAULT_MEASURER = "stormsuite.designs.bisect_measure:measure"
-
+from .bisect_state import DEFAULT_MEASURER, BisectState
 
 Request = tuple[str, int]               # (commit, boots)
 

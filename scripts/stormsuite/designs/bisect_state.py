@@ -25,6 +25,8 @@ from ..runfiles import metrics, runs
 # --metric failures: the storm's checks (runs.failures_of), decided
 # without statistics: a commit is bad when any run of its boots failed
 FAILURES = "failures"
+# what measures a commit unless --measurer says otherwise
+DEFAULT_MEASURER = "stormsuite.designs.bisect_measure:measure"
 
 
 def resolve_metric(name: str, storm: str, available: list[str]) -> str:
@@ -251,7 +253,7 @@ class BisectState:
     build_dir: str = ""
     localversion: str = "-storm"
     results: str = ""
-    measurer: str = "stormsuite.designs.bisect:measure"
+    measurer: str = DEFAULT_MEASURER
     reading: Reading = dataclasses.field(default_factory=Reading)
     # learnt: each side's level, one list of boot summaries per commit
     # called that side (the endpoints' first)
