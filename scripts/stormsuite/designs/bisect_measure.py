@@ -74,6 +74,8 @@ def ensure_built(state: BisectState, sha: str) -> pathlib.Path:
     try:
         if kbuild.built_as(out, short(sha), fragments, localversion,
                            state.arch):
+            # (a build from before builds were recorded says so now)
+            source.record(out, source.origin(tree, sha))
             guest.build_modules(str(out), state.arch)
             return out
         source.checkout(tree, sha, "storm bisect")
