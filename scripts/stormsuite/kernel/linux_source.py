@@ -26,8 +26,10 @@ from .. import REPO
 from .git import git
 
 # 6.1: the seeds' kernel; 6.12: Debian 12's newer one, built with the
-# guest configuration as 7.3 is; 7.3: today's (trixie-backports)
-SERIES = ("6.1", "6.12", "7.3")
+# guest configuration as 7.3 is; 7.3: today's (trixie-backports); 7.2:
+# the one before it (trixie-backports too), tests/e2e/bisect-range's
+# good end
+SERIES = ("6.1", "6.12", "7.2", "7.3")
 DEFAULT_SERIES = "6.1"
 TAG = "storm-linux-source"
 
