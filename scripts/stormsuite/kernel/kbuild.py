@@ -302,14 +302,22 @@ def fragment_id(fragments: tuple[pathlib.Path, ...],
         .hexdigest()[:12]
 
 
+def stamp(out: pathlib.Path) -> dict | None:
+    """What OUT's last finished build was (revision, fragment, name), as
+    build() wrote it; None if no build finished there."""
+    try:
+        return json.loads((out / STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def built_as(out: pathlib.Path, revision: str,
              fragments: tuple[pathlib.Path, ...], localversion: str,
              arch: str = "x86_64") -> bool:
     """Whether OUT's last finished build is REVISION with these fragments
     and name, so that building it again would change nothing."""
-    try:
-        done = json.loads((out / STAMP).read_text())
-    except (OSError, ValueError):
+    done = stamp(out)
+    if done is None:
         return False
     return bool(revision) and not revision.endswith("-dirty") \
         and done.get("revision") == revision \

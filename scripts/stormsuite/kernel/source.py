@@ -47,7 +47,7 @@ import time
 from typing import Iterator
 
 from .. import REPO
-from .kbuild import BUILD_ROOT
+from .kbuild import BUILD_ROOT, stamp
 
 SRC = BUILD_ROOT / "src"
 MANIFEST = BUILD_ROOT / ".src-manifest.json"
@@ -370,11 +370,7 @@ def record(out: pathlib.Path,
 
 
 def built_revision(out: pathlib.Path) -> str | None:
-    from .kbuild import STAMP
-    try:
-        return json.loads((out / STAMP).read_text()).get("revision")
-    except (OSError, ValueError):
-        return None
+    return (stamp(out) or {}).get("revision")
 
 
 def built_from(out: pathlib.Path) -> dict[str, str | None] | None:

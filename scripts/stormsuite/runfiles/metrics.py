@@ -194,38 +194,43 @@ def _row_sum(res: dict[str, Any], section: str,
     return sum(found) if found else None
 
 
-def ipis_of(storm: str, res: dict[str, Any]) -> float | None:
+def ipis_of(storm: str, res: dict[str, Any],
+            op: Operation | None = None) -> float | None:
     """The IPIs the operations took over the storm window: the module's
     irq.<cpu>.<ROW> for the rows op.ipi_rows names (call-function
     interrupts, which on x86 also count TLB shootdown IPIs; slabstorm's
     reschedule IPIs too)."""
-    return _row_sum(res, "irq", operation(storm, res).ipi_rows)
+    return _row_sum(res, "irq", (op or operation(storm, res)).ipi_rows)
 
 
-def sent_of(storm: str, res: dict[str, Any]) -> float | None:
+def sent_of(storm: str, res: dict[str, Any],
+            op: Operation | None = None) -> float | None:
     """IPIs sent over the storm window (count_sent=1), of the rows the
     IPIs taken are counted in; None without the counts."""
-    return _row_sum(res, "sent", operation(storm, res).ipi_rows)
+    return _row_sum(res, "sent", (op or operation(storm, res)).ipi_rows)
 
 
-def median_call(storm: str, res: dict[str, Any]) -> float | None:
+def median_call(storm: str, res: dict[str, Any],
+                op: Operation | None = None) -> float | None:
     """The median timed operation (see the module docstring); None where
-    the module times none (no op.timed) or timed none."""
-    timed = operation(storm, res).timed
+    the module times none (no op.timed) or timed none. OP: the run's
+    operation(), where the caller has it."""
+    timed = (op or operation(storm, res)).timed
     if timed is None:
         return None
     hist = result.histogram(_as_str_result(res), timed)
     return hist.median() if hist is not None and hist.count else None
 
 
-def primary_of_run(storm: str, res: dict[str, Any]) -> dict[Metric, float]:
-    op = operation(storm, res)
+def primary_of_run(storm: str, res: dict[str, Any],
+                   op: Operation | None = None) -> dict[Metric, float]:
+    op = op or operation(storm, res)
     out: dict[Metric, float] = {}
     runtime = res.get("runtime_ns")
     if not op.count or not isinstance(runtime, (int, float)):
         return out
     name = f"{storm}.%s_per_{op.name}"
-    timed = median_call(storm, res)
+    timed = median_call(storm, res, op)
     if timed is not None:
         out[Metric(name % "time" + "_ns", "time", "ns", "primary")] = timed
     else:
@@ -234,10 +239,10 @@ def primary_of_run(storm: str, res: dict[str, Any]) -> dict[Metric, float]:
         # own, since it also counts the loop around them
         out[Metric(name % ("runtime" if op.timed else "time") + "_ns",
                    "time", "ns", "primary")] = float(runtime) / op.count
-    ipis = ipis_of(storm, res)
+    ipis = ipis_of(storm, res, op)
     if ipis is not None:
         out[Metric(name % "ipis", "count", "", "primary")] = ipis / op.count
-    sent = sent_of(storm, res)
+    sent = sent_of(storm, res, op)
     if sent is not None:
         out[Metric(name % "ipis_sent", "count", "", "primary")] = \
             sent / op.count
@@ -257,7 +262,8 @@ def TICKS_OF(insn_name: str) -> str:
     return insn_name.replace(".insn_per_", ".ticks_per_", 1)
 
 
-def insn_sides(storm: str, res: dict[str, Any]) -> dict[str, set[int]]:
+def insn_sides(storm: str, res: dict[str, Any],
+               op: Operation | None = None) -> dict[str, set[int]]:
     """The CPUs whose instructions make each insn_per_<op> row: "sender"
     and "target" where op.senders and op.targets are apart; "sender"
     alone where the module names no targets (tlbstorm's workers touch
@@ -265,7 +271,7 @@ def insn_sides(storm: str, res: dict[str, Any]) -> dict[str, set[int]]:
     flushes, and is only shown per CPU); else "" for every CPU the
     operation uses, or every CPU where the module names none (slabstorm's
     work moves between CPUs)."""
-    op = operation(storm, res)
+    op = op or operation(storm, res)
     senders, targets = set(op.senders or ()), set(op.targets or ())
     if senders and targets and not senders & targets:
         return {"sender": senders, "target": targets}
@@ -274,20 +280,21 @@ def insn_sides(storm: str, res: dict[str, Any]) -> dict[str, set[int]]:
     return {"": senders | targets}
 
 
-def insn_rows(storm: str, run: dict[str, Any]) -> dict[Metric, float]:
+def insn_rows(storm: str, run: dict[str, Any],
+              op: Operation | None = None) -> dict[Metric, float]:
     """Instructions per operation (primary, under the plugin or a PMU)
     and per CPU over the storm's window (the run file's insn section)."""
     section = run.get("insn")
     if not section or not section.get("cpu"):
         return {}
     res = run["result"]
-    operation_ = operation(storm, res)
-    ops, op = operation_.count, operation_.name
+    operation_ = op or operation(storm, res)
+    ops, op_name = operation_.count, operation_.name
     if not ops:
         return {}
     by_cpu = {int(c): float(n) for c, n in section["cpu"].items()}
     out: dict[Metric, float] = {}
-    sides = insn_sides(storm, res)
+    sides = insn_sides(storm, res, operation_)
     if "" not in sides:
         # the sides' total, what storm bisect --metric insn follows
         sides = {**sides, "": set().union(*sides.values())}
@@ -297,12 +304,13 @@ def insn_rows(storm: str, run: dict[str, Any]) -> dict[Metric, float]:
             continue
         suffix = f".{side}" if side else ""
         role = "primary" if side or len(sides) == 1 else DERIVED
-        out[Metric(f"{storm}.insn_per_{op}{suffix}", "insn", "", role)] = \
+        name = f"{storm}.insn_per_{op_name}{suffix}"
+        out[Metric(name, "insn", "", role)] = \
             sum(by_cpu[c] for c in cpus) / ops
         ticks = [res.get(f"irq.{c}.LOC") for c in cpus]
         if all(isinstance(t, (int, float)) for t in ticks):
-            out[Metric(TICKS_OF(f"{storm}.insn_per_{op}{suffix}"), "count",
-                       "", DERIVED)] = sum(ticks) / ops
+            out[Metric(TICKS_OF(name), "count", "", DERIVED)] = \
+                sum(ticks) / ops
     shown = storm_cpus(res) or sorted(by_cpu)
     if len(shown) <= MAX_PER_CPU:
         for cpu in shown:
@@ -331,10 +339,10 @@ def storm_cpus(res: dict[str, Any]) -> list[int]:
     return sorted(cpus)
 
 
-def _rate(storm: str, res: dict[str, Any]) -> tuple[str, float] | None:
+def _rate(storm: str, res: dict[str, Any],
+          op: Operation) -> tuple[str, float] | None:
     """Operations per second."""
     runtime = float(res.get("runtime_ns") or 0)
-    op = operation(storm, res)
     if runtime <= 0 or not op.count:
         return None
     return f"{op.name}s_per_sec", op.count * 1e9 / runtime
@@ -388,9 +396,10 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
         # an lkp result root's run: its stats are all there is
         return of_stats(storm, run["lkp_stats"])
     res = run["result"]
-    out: dict[Metric, float] = primary_of_run(storm, res)
+    op = operation(storm, res)
+    out: dict[Metric, float] = primary_of_run(storm, res, op)
     derived = SECONDARY if not out else DERIVED
-    insn = insn_rows(storm, run)
+    insn = insn_rows(storm, run, op)
     if insn and run["insn"].get("source") == "tcg-plugin":
         # under emulation the time of a call is the host's time to switch
         # vCPUs: the instructions decide, time is shown and tested beside
@@ -400,7 +409,7 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
     out.update(insn)
     # the primary time restates the runtime (runtime / operations) or,
     # for ipistorm, the median call
-    by_median = median_call(storm, res) is not None
+    by_median = median_call(storm, res, op) is not None
     if "runtime_ns" in res:
         out[Metric(f"{storm}.runtime_ns", "time", "ns",
                    SECONDARY if by_median else derived)] = \
@@ -411,7 +420,7 @@ def of_run(run: dict[str, Any]) -> dict[Metric, float]:
             role = DERIVED if by_median and p == 50 else SECONDARY
             out[Metric(f"{storm}.latency.p{p:g}_ns", "time", "ns", role)] = \
                 hist.percentile(p)
-    rate = _rate(storm, res)
+    rate = _rate(storm, res, op)
     if rate:
         out[Metric(f"{storm}.{rate[0]}", "rate", "/s", DERIVED)] = rate[1]
 
