@@ -12,11 +12,11 @@ import statistics
 import pytest
 
 from conftest import (DEBUG_KERNEL, HLT_IDLE_MISS, KERNELS, STRAY_CAL,
-                      assert_clean, assert_histogram, assert_refused,
+                      assert_clean, assert_histogram,
                       assert_injected_failure, assert_start_and_end, boot)
 from stormsuite.kernel import kernels
 from stormsuite.machines import vm
-from stormsuite.runfiles import dmesg, interrupts, result
+from stormsuite.runfiles import interrupts, result
 
 CPUS = {0, 1, 2, 3}
 
@@ -371,7 +371,7 @@ def test_long_loops_are_paced_short_ones_add_their_instructions_alone(
 
 def test_senders_may_pile_up_on_a_cpu_to_the_limit(guest):
     """Three senders on a CPU that sends nothing: refused at pileup=2
-    (BAD), run at pileup=3."""
+    (tests/guest/refused.txt), run at pileup=3."""
     res = ok(guest.case("ipi_pileup_at_limit"))
     assert res["param.pileup"] == "3"
     assert result.per_cpu(res, "handled")[1] == 300
@@ -462,64 +462,6 @@ def test_the_window_ends_at_the_last_workers_end(guest):
     assert statistics.median(tails) < 10**9 / hz / 4, (tails, hz)
     print(f"{guest.kernel}: window_ns - runtime_ns of {WINDOW_RUNS} storms "
           f"(us): {sorted(t // 1000 for t in tails)}")
-
-
-# Refused by the kernel's code (its parameter parser, cpulist_parse()):
-# on every kernel. The rest (BAD) is the module's own checks, the same C
-# on every kernel: in the first kernel's full boot only (conftest's
-# ONCE_KERNELS, tests/guest/check-ipistorm.sh).
-BAD_KERNEL = {
-    "bad_cpu_range": "cpulist=64: not a valid CPU list",
-    "bad_cpulist_syntax": "cpulist=1-x: not a valid CPU list",
-    "bad_numipi_overflow": "invalid for parameter `numipi'",
-    "bad_numipi_negative": "invalid for parameter `numipi'",
-    "bad_wait_value": "invalid for parameter `wait'",
-    "bad_latency_negative": "invalid for parameter `latency'",
-    "bad_latency_value": "invalid for parameter `latency'",
-}
-BAD = {
-    "bad_cpulist_empty": "cpulist=: empty CPU list",
-    "bad_self": "CPU 0 would call itself",
-    "bad_self_mask": "CPU 1 would call itself",
-    "bad_unbounded": "numipi=0 and timeout=0",
-    "bad_timeout_zero": "timeout=0: numipi=10 needs a time bound too",
-    "bad_numipi_huge": "numipi=10000000000000: out of range",
-    "bad_timeout_huge": "timeout=999999999: out of range",
-    "bad_delay_huge": "delay=99999999: out of range",
-    "bad_handler_huge": "handler_ns=99999999: out of range",
-    "bad_handler_loops_huge": "handler_loops=100001: out of range",
-    "bad_targets_self": "CPU 1 would only call itself",
-    "bad_targets_range": "targets=99: not a valid CPU list",
-    "bad_targets_single": "targets= is for single=0",
-    "bad_async_many": "async=1 needs single=1",
-    "bad_latency_huge": "latency=1048577: out of range (at most 1048576)",
-    "bad_pileup_many": "CPU 1 would take the calls of 3 senders and send "
-                       "none itself, more than pileup=2",
-    "bad_pileup_all": "CPU 1 would take the calls of 2 senders and send "
-                      "none itself, more than pileup=1",
-    "bad_pileup_zero": "pileup=0: at least one sender",
-    "bad_offline_sender": "cpulist=3: CPU 3 is not online",
-    "bad_offline_target": "CPU 0 -> target CPU 1 is not online",
-}
-# the kernel's parameter parser refuses a number that overflows with ERANGE;
-# the module's own checks refuse with EINVAL
-ERANGE = {"bad_numipi_overflow"}
-
-
-def refused(guest, name, reason):
-    errno = ("Numerical result out of range" if name in ERANGE
-             else "Invalid parameters")
-    assert_refused(guest.case(name), reason, errno)
-
-
-@pytest.mark.parametrize("name", sorted(BAD_KERNEL))
-def test_kernel_refuses_what_it_cannot_parse(guest, name):
-    refused(guest, name, BAD_KERNEL[name])
-
-
-@pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_parameter_is_refused_with_reason(guest_once, name):
-    refused(guest_once, name, BAD[name])
 
 
 def test_all_skips_an_offline_cpu(guest):

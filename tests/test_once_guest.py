@@ -9,20 +9,16 @@ from __future__ import annotations
 import pytest
 
 from conftest import KERNELS, boot
-from test_ipistorm_guest import BAD as IPI_BAD, BAD_KERNEL as IPI_BAD_KERNEL
-from test_safety_guest import REFUSED as SAFETY_REFUSED
-from test_slabstorm_guest import BAD as SLAB_BAD
-from test_tlbstorm_guest import BAD as TLB_BAD
+from refusals import load
 
 # what a once-only case leaves in a full boot's output directory
-ONCE_CASES = sorted({*IPI_BAD, *TLB_BAD, *SLAB_BAD, *SAFETY_REFUSED,
-                     "bad_count_sent_value", "numa_nodes",
+ONCE_CASES = sorted({*(r.name for r in load() if r.once), "numa_nodes",
                      "numa_tlb_across"})
 ONCE_FILES = ["fuzz.json", "fuzz.log", "fuzz.rc", "numa_run",
               *(f"drivers/{case}.rc" for case in
                 ("tlbstorm", "slabstorm", "sent", "bad_cpulist"))]
 # and what runs on every kernel beside them, so the guest did get there
-EVERY_KERNEL = [*IPI_BAD_KERNEL, "drivers/ipistorm.rc", "drivers/traced.rc",
+EVERY_KERNEL = [*(r.name for r in load() if not r.once), "drivers/ipistorm.rc", "drivers/traced.rc",
                 "safety_complete", "ipi_all_with_offline",
                 "tlb_user_with_offline", "slab_shrink_offline"]
 

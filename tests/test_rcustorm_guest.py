@@ -15,10 +15,8 @@ the full boot: 2 a grace period on CPU 3 and 1 on the caller's).
 
 from __future__ import annotations
 
-import pytest
-
 from conftest import (STRAY_CAL, assert_clean, assert_histogram,
-                      assert_injected_failure, assert_refused,
+                      assert_injected_failure,
                       assert_start_and_end)
 from stormsuite.runfiles import metrics, result, runfile
 
@@ -139,17 +137,3 @@ def test_rmmod_and_signal_stop_the_storm(guest):
     assert case.result["status"] == "interrupted"
     assert int(case.file("stop_seconds")) <= 10
     assert_clean(case.dmesg)
-
-
-@pytest.mark.parametrize("name,reason", [
-    ("rcu_bad_mode", "mode=fast: unknown mode (expedited or normal)"),
-    ("rcu_bad_busy_caller", "busy=1: CPU 1 is also a caller (cpulist)"),
-    ("rcu_bad_busy_range", "busy"),
-    ("rcu_bad_unbounded", "timeout"),
-    ("rcu_bad_timeout_huge", "timeout"),
-    ("rcu_bad_delay_huge", "delay"),
-    ("rcu_bad_inject_idle", "inject_miscount=1 needs busy=: it fails the "
-     "readers' check, and there are no readers"),
-])
-def test_bad_parameters_are_refused(guest_once, name, reason):
-    assert_refused(guest_once.case(name), reason)

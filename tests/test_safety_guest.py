@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import KERNELS, assert_clean, assert_refused, boot
+from conftest import KERNELS, assert_clean, boot
 from stormsuite import storms
 from stormsuite.runfiles import dmesg, result
 
@@ -215,22 +215,6 @@ def test_count_sent_is_refused_past_the_per_cpu_limit():
     assert res["status"] == "done" and res["cpus_online"] == "0-1", res
     assert result.per_cpu(res, "handled").get(1) == 100, res
     assert_clean(case.dmesg)
-
-
-REFUSED = {
-    "bad_list_double_comma": "cpulist=1,,2: not a valid CPU list",
-    "bad_list_trailing_comma": "cpulist=1,: not a valid CPU list",
-    "bad_list_leading_comma": "targets=,2: not a valid CPU list",
-    "bad_slab_memory": "objsize x fill x cpulist: would hold 1024 MiB",
-    "bad_tlb_kernel_flushers": "mode=kernel: one flusher only",
-}
-
-
-# the modules' own checks: in the first kernel's full boot only
-# (conftest's ONCE_KERNELS), as the fuzz below
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_refused_with_reason(guest_once, name):
-    assert_refused(guest_once.case(name), REFUSED[name])
 
 
 def test_fuzzed_loads_are_refused_with_reason_or_end_cleanly(guest_once):

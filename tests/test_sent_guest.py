@@ -157,12 +157,3 @@ def test_count_sent_off_by_default(guest):
     assert res["sent.source"] == "off"
     assert not any(k.startswith(("sent.", "sent_by.")) and k != "sent.source"
                    for k in res)
-
-
-def test_bad_count_sent_is_refused(guest_once):
-    """The kernel's bool parser, refused on every kernel by
-    test_ipistorm_guest.py (wait=maybe): here once."""
-    case = guest_once.case("bad_count_sent_value")
-    assert case.rc != 0
-    assert "invalid for parameter `count_sent'" in case.dmesg, case.dmesg
-    assert not case.has_result

@@ -15,9 +15,10 @@ import re
 import pytest
 
 from conftest import (DEBUG_KERNEL, assert_clean, assert_histogram,
-                      assert_injected_failure, assert_refused,
+                      assert_injected_failure,
                       assert_start_and_end)
-from stormsuite.runfiles import dmesg, interrupts, result
+from refusals import load
+from stormsuite.runfiles import interrupts, result
 
 CPUS = (0, 1, 2, 3)
 # A destroy or shrink queues a flush work item on each CPU that holds a cpu
@@ -445,47 +446,8 @@ def test_rcu_caches_are_gone_before_insmod_returns(guest):
 SLAB_CASES = RUNS + ["slab_signal", "slab_signal_remote",
                      "slab_background_rcu", "slab_background_shrink"]
 
-BAD = {
-    "slab_bad_mode": "mode=bogus: unknown mode",
-    "slab_bad_mode_empty": "mode=: unknown mode",
-    "slab_bad_cpulist_range": "cpulist=64: not a valid CPU list",
-    "slab_bad_cpulist_syntax": "cpulist=1-x: not a valid CPU list",
-    "slab_bad_cpulist_empty": "cpulist=: empty CPU list",
-    "slab_bad_cpulist_offline": "cpulist=2-3: CPU 3 is not online",
-    "slab_bad_cpu_range": "cpu=64: not a CPU number below 4",
-    "slab_bad_cpu_negative": "cpu=-2: not a CPU number",
-    "slab_bad_cpu_offline": "cpu=3: CPU 3 is not online",
-    "slab_bad_unbounded": "numcache=0 and timeout=0: nothing bounds",
-    "slab_bad_unbounded_remote": "numobj=0 and timeout=0: nothing bounds",
-    "slab_bad_timeout_zero": "timeout=0: numcache=10 needs a time bound too",
-    "slab_bad_objsize_zero": "objsize=0: objects need at least one byte",
-    "slab_bad_objsize_huge": "objsize=1000000: out of range",
-    "slab_bad_fill_zero": "fill=0: a touch allocates at least one object",
-    "slab_bad_fill_huge": "fill=100000: out of range",
-    "slab_bad_numcache_huge": "numcache=10000000000000: out of range",
-    "slab_bad_numcache_negative": "invalid for parameter `numcache'",
-    "slab_bad_timeout_huge": "timeout=999999999: out of range",
-    "slab_bad_remote_one_cpu": "cpulist=1: mode=remote needs two CPUs",
-    "slab_bad_remote_numcache": "numcache=10: mode=remote counts objects",
-    "slab_bad_remote_cpu": "cpu=1: mode=remote has no main thread",
-    "slab_bad_remote_objsize": "objsize=7: mode=remote carries an 8-byte token",
-    "slab_bad_create_numobj": "numobj=10: only mode=remote counts objects",
-    "slab_bad_shrink_flag": "shrink=1 is for mode=create and mode=rcu",
-    "slab_bad_latency_value": "invalid for parameter `latency'",
-}
-
-
-# the module's own checks, the same C on every kernel (the kernel's
-# parsers are refused on every kernel by test_ipistorm_guest.py): in the
-# first kernel's full boot only (conftest's ONCE_KERNELS)
-@pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_parameter_is_refused_with_reason(guest_once, name):
-    case = guest_once.case(name)
-    assert_refused(case, BAD[name])
-    # one line: the reason, nothing of a run
-    lines = [line for line in case.dmesg.splitlines() if "slabstorm: " in line
-             and "taint" not in line]
-    assert len(lines) == 1, lines
+# its refusals (tests/guest/refused.txt), loaded with the slab hook
+REFUSED = sorted(r.name for r in load() if r.section.startswith("slabstorm"))
 
 
 def no_cache_outlives(case):
@@ -499,7 +461,7 @@ def test_no_cache_outlives_a_case(guest, name):
     no_cache_outlives(guest.case(name))
 
 
-@pytest.mark.parametrize("name", sorted(BAD))
+@pytest.mark.parametrize("name", REFUSED)
 def test_no_cache_outlives_a_refusal(guest_once, name):
     no_cache_outlives(guest_once.case(name))
 

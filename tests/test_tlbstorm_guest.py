@@ -22,7 +22,7 @@ import pytest
 from conftest import (assert_clean, assert_histogram,
                       assert_injected_failure, assert_refused,
                       assert_start_and_end)
-from stormsuite.runfiles import dmesg, interrupts, result
+from stormsuite.runfiles import interrupts, result
 
 # At least this share of the ideal count where no worker holds the CPU
 # (kernel mode: every online CPU is aimed at): a flush that reaches a CPU
@@ -379,39 +379,6 @@ def test_latency_histogram_counts_every_flush(guest, name):
     # one flusher: the total is its histogram
     assert result.histogram(res, "latency") == \
         result.histogram(res, "flusher.0.latency")
-
-
-BAD = {
-    "tlb_bad_cpu_range": "cpulist=64: not a valid CPU list",
-    "tlb_bad_targets_syntax": "targets=1-x: not a valid CPU list",
-    "tlb_bad_cpulist_empty": "cpulist=,: empty CPU list",
-    "tlb_bad_flusher_in_targets": "targets=1-2: CPU 1 is also a flusher",
-    "tlb_bad_no_worker_cpu": "mode=user: no online CPU outside cpulist=0-3",
-    "tlb_bad_unbounded": "numflush=0 and timeout=0",
-    "tlb_bad_timeout_zero": "timeout=0: numflush=10 needs a time bound too",
-    "tlb_bad_pages_zero": "pages=0: a flush needs at least one page",
-    "tlb_bad_pages_huge": "pages=4097: out of range",
-    "tlb_bad_mode": "mode=both: unknown mode",
-    "tlb_bad_kernel_targets": "targets= is for mode=user",
-    "tlb_bad_numflush_huge": "numflush=10000000000000: out of range",
-    "tlb_bad_timeout_huge": "timeout=999999999: out of range",
-    "tlb_bad_delay_huge": "delay=99999999: out of range",
-    "tlb_bad_offline_flusher": "cpulist=3: CPU 3 is not online",
-    "tlb_bad_offline_target": "targets=2-3: CPU 3 is not online",
-}
-
-
-# the module's own checks, the same C on every kernel: in the first
-# kernel's full boot only (conftest's ONCE_KERNELS)
-@pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_parameter_is_refused_with_reason(guest_once, name):
-    case = guest_once.case(name)
-    assert_refused(case, BAD[name])
-    reasons = [line for line in case.dmesg.splitlines()
-               if BAD[name] in line]
-    assert len(reasons) == 1, case.dmesg
-    assert not case.file("rmmod_rc"), "module stayed loaded"
-    assert "flush_kind=" not in case.dmesg, "the storm started"
 
 
 def test_a_storm_too_big_for_insmods_memory_cgroup_is_refused(guest):

@@ -21,12 +21,4 @@ storm_case rcu_timed rcustorm timeout=1 latency=0 cpulist=0 busy=1
 storm_background_case rcu_background_rmmod rcustorm timeout=120 busy=1
 storm_signal_case rcu_signal rcustorm timeout=120 busy=1
 
-if once; then
-	storm_quick_case rcu_bad_mode rcustorm numgp=10 mode=fast
-	storm_quick_case rcu_bad_busy_caller rcustorm numgp=10 cpulist=0-1 busy=1
-	storm_quick_case rcu_bad_busy_range rcustorm numgp=10 busy=64
-	storm_quick_case rcu_bad_unbounded rcustorm numgp=0 timeout=0
-	storm_quick_case rcu_bad_timeout_huge rcustorm numgp=10 timeout=604801
-	storm_quick_case rcu_bad_delay_huge rcustorm numgp=10 delay=1000001
-	storm_quick_case rcu_bad_inject_idle rcustorm numgp=10 inject_miscount=1
-fi
+refused "rcustorm once"

@@ -175,14 +175,7 @@ cpu_set 3 1
 
 # Malformed lists (include/storm.c's own syntax check, before
 # cpulist_parse()) and storms bigger than the machine: refused. Once.
-if once; then
-	storm_quick_case bad_list_double_comma ipistorm numipi=10 cpulist=1,,2
-	storm_quick_case bad_list_trailing_comma ipistorm numipi=10 cpulist=1,
-	storm_quick_case bad_list_leading_comma tlbstorm numflush=10 targets=,2
-	storm_quick_case bad_slab_memory slabstorm mode=shrink numcache=1 fill=4096 \
-		objsize=65536
-	storm_quick_case bad_tlb_kernel_flushers tlbstorm mode=kernel numflush=10 cpulist=0-1
-fi
+refused "safety once"
 
 # Parameter fuzzing: a fixed-seed share of tests/e2e/fuzz-storms. Once.
 if once; then

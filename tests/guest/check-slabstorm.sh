@@ -53,40 +53,12 @@ storm_case slab_rcu slabstorm mode=rcu numcache=20 cpu=0 cpulist=1-3
 # (lib.sh's once): the module's own checks are the same C on every kernel,
 # and the kernel's parsers they go through (cpulist_parse(), the
 # parameter parser) are refused on every kernel in check-ipistorm.sh.
-if once; then
-	storm_quick_case slab_bad_mode slabstorm mode=bogus numcache=10
-	storm_quick_case slab_bad_mode_empty slabstorm mode= numcache=10
-	storm_quick_case slab_bad_cpulist_range slabstorm numcache=10 cpulist=64
-	storm_quick_case slab_bad_cpulist_syntax slabstorm numcache=10 cpulist=1-x
-	storm_quick_case slab_bad_cpulist_empty slabstorm numcache=10 cpulist=
-	storm_quick_case slab_bad_cpu_range slabstorm numcache=10 cpu=64
-	storm_quick_case slab_bad_cpu_negative slabstorm numcache=10 cpu=-2
-	storm_quick_case slab_bad_unbounded slabstorm numcache=0 timeout=0
-	storm_quick_case slab_bad_unbounded_remote slabstorm mode=remote numobj=0 timeout=0
-	storm_quick_case slab_bad_timeout_zero slabstorm numcache=10 timeout=0
-	storm_quick_case slab_bad_objsize_zero slabstorm numcache=10 objsize=0
-	storm_quick_case slab_bad_objsize_huge slabstorm numcache=10 objsize=1000000
-	storm_quick_case slab_bad_fill_zero slabstorm numcache=10 fill=0
-	storm_quick_case slab_bad_fill_huge slabstorm numcache=10 fill=100000
-	storm_quick_case slab_bad_numcache_huge slabstorm numcache=10000000000000
-	storm_quick_case slab_bad_numcache_negative slabstorm numcache=-1
-	storm_quick_case slab_bad_timeout_huge slabstorm timeout=999999999
-	storm_quick_case slab_bad_remote_one_cpu slabstorm mode=remote numobj=10 cpulist=1
-	storm_quick_case slab_bad_remote_numcache slabstorm mode=remote numcache=10
-	storm_quick_case slab_bad_remote_cpu slabstorm mode=remote numobj=10 cpu=1
-	storm_quick_case slab_bad_remote_objsize slabstorm mode=remote numobj=10 objsize=7
-	storm_quick_case slab_bad_create_numobj slabstorm mode=create numobj=10
-	storm_quick_case slab_bad_shrink_flag slabstorm mode=shrink numcache=10 shrink=1
-	storm_quick_case slab_bad_latency_value slabstorm numcache=10 latency=maybe
-fi
+refused "slabstorm once"
 # Offline CPU 3: refused as a toucher and as the main CPU (the module's
 # check against the online mask: once); the shrink default (every online
 # CPU) then leaves it out (every kernel).
 if echo 0 >/sys/devices/system/cpu/cpu3/online; then
-	if once; then
-		storm_quick_case slab_bad_cpulist_offline slabstorm numcache=10 cpulist=2-3
-		storm_quick_case slab_bad_cpu_offline slabstorm numcache=10 cpu=3
-	fi
+	refused "slabstorm offline once"
 	storm_case slab_shrink_offline slabstorm mode=shrink numcache=20
 	echo 1 >/sys/devices/system/cpu/cpu3/online
 fi

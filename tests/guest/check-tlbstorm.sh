@@ -105,22 +105,7 @@ storm_case tlb_timed tlbstorm timeout=2 delay=1000 latency=0 targets=1-2
 # (lib.sh's once): the module's own checks are the same C on every kernel,
 # and the kernel's parsers they go through (cpulist_parse(), the
 # parameter parser) are refused on every kernel in check-ipistorm.sh.
-if once; then
-	storm_quick_case tlb_bad_cpu_range tlbstorm numflush=10 cpulist=64
-	storm_quick_case tlb_bad_targets_syntax tlbstorm numflush=10 targets=1-x
-	storm_quick_case tlb_bad_cpulist_empty tlbstorm numflush=10 cpulist=,
-	storm_quick_case tlb_bad_flusher_in_targets tlbstorm numflush=10 cpulist=1 targets=1-2
-	storm_quick_case tlb_bad_no_worker_cpu tlbstorm numflush=10 cpulist=0-3
-	storm_quick_case tlb_bad_unbounded tlbstorm numflush=0 timeout=0
-	storm_quick_case tlb_bad_timeout_zero tlbstorm numflush=10 timeout=0
-	storm_quick_case tlb_bad_pages_zero tlbstorm numflush=10 pages=0
-	storm_quick_case tlb_bad_pages_huge tlbstorm numflush=10 pages=4097
-	storm_quick_case tlb_bad_mode tlbstorm numflush=10 mode=both
-	storm_quick_case tlb_bad_kernel_targets tlbstorm numflush=10 mode=kernel targets=1
-	storm_quick_case tlb_bad_numflush_huge tlbstorm numflush=10000000000000
-	storm_quick_case tlb_bad_timeout_huge tlbstorm timeout=999999999
-	storm_quick_case tlb_bad_delay_huge tlbstorm numflush=10 delay=99999999
-fi
+refused "tlbstorm once"
 
 # insmod in a memory cgroup whose limit leaves less than twice what the
 # flusher would map (its pages are charged there): refused; a quarter of
@@ -141,10 +126,7 @@ fi
 # against the online mask: once); the default targets skip them (every
 # kernel).
 if echo 0 >/sys/devices/system/cpu/cpu3/online; then
-	if once; then
-		storm_quick_case tlb_bad_offline_flusher tlbstorm numflush=10 cpulist=3
-		storm_quick_case tlb_bad_offline_target tlbstorm numflush=10 targets=2-3
-	fi
+	refused "tlbstorm offline once"
 	storm_case tlb_user_with_offline tlbstorm numflush=300 timeout=300
 	storm_case tlb_kernel_with_offline tlbstorm mode=kernel numflush=100
 	echo 1 >/sys/devices/system/cpu/cpu3/online

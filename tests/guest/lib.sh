@@ -11,6 +11,8 @@
 #   storm_case NAME MODULE [PARAM=VALUE...]         insmod, save, rmmod
 #   storm_quick_case NAME MODULE [PARAM=VALUE...]   no settling or snapshots:
 #                                                   refusals, uncounted loads
+#   refused SECTION                                 every refusal of SECTION in
+#                                                   tests/guest/refused.txt
 #   storm_signal_case NAME MODULE [PARAM=VALUE...]  TERM to insmod mid-storm
 #   storm_rmmod_during_case NAME MODULE [PARAM...]  rmmod while insmod runs
 #   storm_background_case NAME MODULE [PARAM...]    background=1, rmmod mid-storm
@@ -195,6 +197,36 @@ storm_quick_case() {
 	echo $? >"$dir/rc"
 	keep_result "$dir" "$module"
 	case_close "$module"
+}
+
+# refused SECTION: each case of [SECTION] in tests/guest/refused.txt
+# (NAME STORM PARAM=VALUE... | what the kernel log must say), loaded as a
+# storm_quick_case; tests/test_refused_guest.py asserts each. A section
+# whose name ends in "once" runs only where once does.
+refused() {
+	rf_section=$1
+	case $rf_section in
+	*once) once || return 0 ;;
+	esac
+	rf_in=0 rf_found=0
+	while IFS= read -r rf_line <&3; do
+		case $rf_line in
+		"[$rf_section]") rf_in=1 rf_found=1 ;;
+		"["*) rf_in=0 ;;
+		"" | "#"*) ;;
+		*)
+			[ "$rf_in" = 1 ] || continue
+			# NAME STORM PARAMS: split into words on purpose, unglobbed
+			set -f
+			# shellcheck disable=SC2086
+			set -- ${rf_line%%|*}
+			set +f
+			storm_quick_case "$@"
+			;;
+		esac
+	done 3<tests/guest/refused.txt
+	[ "$rf_found" = 1 ] ||
+		echo "refused: no section [$rf_section] in tests/guest/refused.txt" >&2
 }
 
 # storm_started PID: returns once the storm of the insmod running as PID
