@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+import guestcases
 from conftest import KERNELS, assert_clean, boot
 from stormsuite import storms
 from stormsuite.runfiles import dmesg, result
@@ -42,15 +43,8 @@ def test_rmmod_right_after_background_insmod(guest, module):
     assert case.dmesg.count("End of test") + early == rounds
 
 
-HOTPLUG = {
-    "hp_single_target": "ipistorm", "hp_single_sender": "ipistorm",
-    "hp_many": "ipistorm", "hp_all": "ipistorm",
-    "hp_all_nowait": "ipistorm", "hp_async": "ipistorm",
-    "hp_all_online": "ipistorm", "hp_tlb_user": "tlbstorm",
-    "hp_tlb_kernel": "tlbstorm", "hp_slab_create": "slabstorm",
-    "hp_slab_shrink": "slabstorm", "hp_slab_remote": "slabstorm",
-    "hp_slab_rcu": "slabstorm",
-}
+# NAME -> MODULE CPU off|on PARAM=VALUE...
+HOTPLUG = guestcases.defined("hotplug_case", "check-safety.sh")
 
 
 @pytest.mark.parametrize("name", sorted(HOTPLUG))
@@ -64,7 +58,8 @@ def test_hotplug_mid_storm_stops_it_and_says_so(guest, name):
     # hotplug callback runs: a lone sender may see it first and stop.
     moved = [k for k, v in res.items() if k.endswith(".moved") and v == "1"]
     assert events >= 1 or moved, res
-    assert "End of test: FAILURE (hotplug)" in case.dmesg
+    module = HOTPLUG[name][0]
+    assert f"{module}: End of test: FAILURE (hotplug)" in case.dmesg
     # stopped at the event (1 s in), not at timeout=120: half of it
     # leaves room for CPUs going down slowly (seconds each on a KASAN
     # guest sharing a host core with another)

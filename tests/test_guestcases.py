@@ -1,6 +1,8 @@
-"""tests/guest/refused.txt and the check scripts that load it agree: each
-section is loaded by a check script and each section a script names is
-there, names are unique, storms and parameters are the storms' own."""
+"""The guest cases' definitions: tests/guest/refused.txt and the check
+scripts that load it agree (each section is loaded by a check script and
+each section a script names is there, names are unique, storms and
+parameters are the storms' own), and guestcases.py reads the cases a
+script defines."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import re
 
 import pytest
 
+import guestcases
 import refusals
 from stormsuite import storms
 from stormsuite.lkp import modparams
@@ -56,3 +59,19 @@ def test_a_malformed_line_is_refused():
         refusals.load("bad_x ipistorm numipi=1 | reason\n")
     (r,) = refusals.load("[a once]\nbad_x ipistorm numipi=1 | why | ERANGE\n")
     assert r.once and r.errno == "ERANGE" and r.params == ("numipi=1",)
+
+
+def test_cases_are_read_from_the_script_that_defines_them(tmp_path,
+                                                          monkeypatch):
+    hotplug = guestcases.defined("hotplug_case", "check-safety.sh")
+    assert hotplug["hp_tlb_kernel"] == ["tlbstorm", "3", "off",
+                                        "mode=kernel", "cpulist=0"]
+    assert {args[0] for args in hotplug.values()} <= set(storms.NAMES)
+    monkeypatch.setattr(guestcases, "GUEST", tmp_path)
+    (tmp_path / "s.sh").write_text("f a ipistorm x=1 \\\n\ty=2\n"
+                                   "\tf b tlbstorm  # why\n")
+    assert guestcases.defined("f", "s.sh") == {
+        "a": ["ipistorm", "x=1", "y=2"], "b": ["tlbstorm"]}
+    (tmp_path / "s.sh").write_text("f a ipistorm\nf a tlbstorm\n")
+    with pytest.raises(ValueError):
+        guestcases.defined("f", "s.sh")
