@@ -85,6 +85,9 @@ hotplug_case hp_slab_create slabstorm 2 off mode=create cpu=0 cpulist=1-3
 hotplug_case hp_slab_shrink slabstorm 2 off mode=shrink cpu=0 cpulist=1-3
 hotplug_case hp_slab_remote slabstorm 2 off mode=remote cpulist=1-3
 hotplug_case hp_slab_rcu slabstorm 3 off mode=rcu cpu=0 cpulist=1-3
+# rcustorm: a reader's CPU, a caller's CPU
+hotplug_case hp_rcu_reader rcustorm 2 off cpulist=0 busy=1-2
+hotplug_case hp_rcu_caller rcustorm 1 off cpulist=0-1 busy=2-3
 
 # ---------------------------------------------------------------------
 # timeout= bounds a fixed-count storm too: status "timeout".

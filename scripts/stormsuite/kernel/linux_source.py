@@ -1,7 +1,7 @@
 """Debian's linux-source-<series> as a git tree: what the seeds, the
 e2e bisects and today's guest kernel build from.
 
-    storm kernel source [--series 6.1|7.3] [DIR]
+    storm kernel source [--series 6.1|6.12|7.2|7.3] [DIR]
 
 Installs the package when its tarball is missing (linux-source-7.3 comes
 from trixie-backports, which scripts/setup adds at apt priority 1),
