@@ -33,6 +33,9 @@ def test_help_names_the_command(script):
     ("fuzz-storms", ["--loads", "-5"]),
     ("fuzz-storms", ["--seed", "x1"]),
     ("fuzz-storms", ["--bogus"]),
+    ("bisect-range", ["--live-at", "0.8", "--plant-at", "0.7"]),
+    ("bisect-range", ["--nops", "0"]),
+    ("bisect-range", ["--bogus"]),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(script, args,
                                                       tmp_path):
