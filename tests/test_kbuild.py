@@ -332,3 +332,33 @@ def test_an_arm64_build_is_named_apart():
     and modules live in build/<release> too."""
     assert kbuild.arch_named("-storm", "x86_64") == "-storm"
     assert kbuild.arch_named("-storm", "arm64") == "-storm-arm64"
+
+
+def test_a_tree_with_other_kconfig_files_is_configured_again(tmp_path,
+                                                             monkeypatch):
+    """The same fragment skips allnoconfig only while the tree's Kconfig
+    files are those that made .config: a build directory that moves to
+    another revision is configured afresh, not synced by make, which
+    would give the options new in the tree their defaults."""
+    tree, out = tmp_path / "linux", tmp_path / "out"
+    (tree / "arch").mkdir(parents=True)
+    out.mkdir()
+    (tree / "Kconfig").write_text("source \"arch/Kconfig\"\n")
+    (tree / "arch" / "Kconfig").write_text("config SMP\n\tbool\n")
+    runs = []
+
+    def fake_make(args, log, what, progress):
+        runs.append(what)
+        (out / ".config").write_text("CONFIG_SMP=y\n")
+    monkeypatch.setattr(kbuild, "run_make", fake_make)
+    monkeypatch.setattr(kbuild, "kconfig_symbols", lambda tree: set())
+    fragment = "CONFIG_SMP=y\n"
+    kbuild.configure(tree, out, fragment, 1, False)
+    kbuild.configure(tree, out, fragment, 1, False)
+    assert runs == ["configuration"]
+    (tree / "arch" / "Kconfig").write_text(
+        "config SMP\n\tbool\nconfig SYSCALL_USER_DISPATCH\n\tdef_bool y\n")
+    kbuild.configure(tree, out, fragment, 1, False)
+    assert runs == ["configuration"] * 2
+    kbuild.configure(tree, out, "CONFIG_SMP=y\n# two\n", 1, False)
+    assert len(runs) == 3

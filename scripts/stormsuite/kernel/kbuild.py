@@ -38,6 +38,8 @@ IMAGE = {"x86_64": "arch/x86/boot/bzImage", "arm64": "arch/arm64/boot/Image"}
 BUILD_ROOT = REPO / "build" / "kernel"
 STAMP = ".storm-built"
 FRAGMENT_COPY = ".storm-config"
+# the Kconfig files' hash of the tree that made .config (kconfig_id)
+KCONFIG_COPY = ".storm-kconfig"
 # Without these the guest cannot boot or the storms cannot load: a
 # fragment or tree that loses one of them is an error, not a warning.
 ESSENTIAL = ("CONFIG_SMP", "CONFIG_MODULES", "CONFIG_VIRTIO_PCI",
@@ -249,15 +251,35 @@ def asked(fragment: str) -> str:
     return fragment[fragment.index(head):] if head in fragment else fragment
 
 
+def kconfig_id(tree: pathlib.Path) -> str:
+    """One hash of the tree's Kconfig files, names and contents."""
+    h = hashlib.sha256()
+    for f in sorted(tree.rglob("Kconfig*")):
+        if f.is_file():
+            h.update(f"{f.relative_to(tree)}\0".encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
               jobs: int, progress: bool, arch: str = "x86_64") -> None:
-    """allnoconfig + the fragment, unless the same fragment made .config."""
-    copy = out / FRAGMENT_COPY
+    """allnoconfig + the fragment, unless the same fragment made .config
+    from the same Kconfig files. A build directory that built another
+    revision is configured again where the Kconfig files differ: make's
+    own sync would give an option new in this tree its default (often
+    y) where allnoconfig gives it n, so that one revision's configuration
+    would depend on what the directory built before (a bisect from 7.2
+    to 7.3 got CONFIG_SYSCALL_USER_DISPATCH=y in the steps and n in a
+    fresh build of the same commit)."""
+    copy, kconfig = out / FRAGMENT_COPY, out / KCONFIG_COPY
     log = out / "build.log"
+    ours = kconfig_id(tree)
     if (out / ".config").is_file() and copy.is_file() \
-            and copy.read_text() == fragment:
+            and copy.read_text() == fragment and kconfig.is_file() \
+            and kconfig.read_text() == ours:
         return
     copy.unlink(missing_ok=True)
+    kconfig.unlink(missing_ok=True)
     allconfig = out / ".storm-allconfig"
     allconfig.write_text(fragment)
     run_make(make_args(tree, out, jobs, arch)
@@ -278,6 +300,7 @@ def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
         print(f"storm kernel build: note: preemption model "
               f"{preempt_model(got)}", file=sys.stderr)
     copy.write_text(fragment)
+    kconfig.write_text(ours)
 
 
 def release_of(out: pathlib.Path) -> str:
