@@ -268,9 +268,7 @@ def configure(tree: pathlib.Path, out: pathlib.Path, fragment: str,
     revision is configured again where the Kconfig files differ: make's
     own sync would give an option new in this tree its default (often
     y) where allnoconfig gives it n, so that one revision's configuration
-    would depend on what the directory built before (a bisect from 7.2
-    to 7.3 got CONFIG_SYSCALL_USER_DISPATCH=y in the steps and n in a
-    fresh build of the same commit)."""
+    would depend on what the directory built before."""
     copy, kconfig = out / FRAGMENT_COPY, out / KCONFIG_COPY
     log = out / "build.log"
     ours = kconfig_id(tree)
