@@ -75,6 +75,28 @@ static __always_inline void storm_mark(const unsigned int id)
 #endif
 }
 
+/*
+ * storm_loops(n): n iterations of a two-instruction loop (dec, jnz; subs,
+ * b.ne), a known number of instructions; the storms' planted costs
+ * (ipistorm's handler_loops, tlbstorm's and slabstorm's op_loops), which
+ * is how a design is shown to detect a change of a known size.
+ */
+#define STORM_MAX_LOOPS		10000000UL
+
+static __always_inline void storm_loops(unsigned long n)
+{
+	if (!n)
+		return;
+#ifdef CONFIG_X86
+	asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r" (n) : : "cc");
+#elif defined(CONFIG_ARM64)
+	asm volatile("1:\n\tsubs %0, %0, #1\n\tb.ne 1b" : "+r" (n) : : "cc");
+#else
+	while (n--)
+		barrier();
+#endif
+}
+
 /* ---------------------------------------------------------------------
  * Run control: start barrier, stop request, end of run.
  *

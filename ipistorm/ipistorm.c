@@ -210,23 +210,6 @@ static void ipistorm_spin(u64 from, u64 ns)
 		cpu_relax();
 }
 
-/* inline: without the budget a call adds the loop's instructions alone */
-static __always_inline void ipistorm_loops(void)
-{
-#if defined(CONFIG_X86) || defined(CONFIG_ARM64)
-	unsigned long n = handler_loops;
-
-	if (!n)
-		return;
-	/* exactly two instructions an iteration: dec, jnz; subs, b.ne */
-#ifdef CONFIG_X86
-	asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r" (n) : : "cc");
-#else
-	asm volatile("1:\n\tsubs %0, %0, #1\n\tb.ne 1b" : "+r" (n) : : "cc");
-#endif
-#endif
-}
-
 static void ipistorm_work(struct ipistorm_target *t)
 {
 	u64 spin = handler_ns;
@@ -254,7 +237,7 @@ static void ipistorm_work(struct ipistorm_target *t)
 	if (handler_loops && !cut) {
 		u64 t0 = storm_clock_ns();
 
-		ipistorm_loops();
+		storm_loops(handler_loops);
 		spent += storm_clock_ns() - t0;
 	}
 	t->budget_left -= min(spent, t->budget_left);
@@ -273,7 +256,7 @@ static void ipistorm_handler(void *info)
 			ipistorm_spin(storm_clock_ns(), handler_ns);
 			t->busy_ns += handler_ns;
 		}
-		ipistorm_loops();
+		storm_loops(handler_loops);
 	}
 	if (info) {
 		struct ipistorm_sender *s = info;

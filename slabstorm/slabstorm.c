@@ -80,6 +80,10 @@ static char *cpulist;
 module_param(cpulist, charp, 0444);
 MODULE_PARM_DESC(cpulist, "CPUs that touch the caches (create/rcu default none, shrink default all online) or that allocate and free (remote, default the first two online)");
 
+static unsigned long op_loops;
+module_param(op_loops, ulong, 0444);
+MODULE_PARM_DESC(op_loops, "create/rcu/shrink: iterations of a two-instruction loop on the main thread after each cache or round, at most 10000000: a known cost per op (default 0)");
+
 static bool latency = true;
 module_param(latency, bool, 0444);
 MODULE_PARM_DESC(latency, "Time every call into a histogram per phase (default 1)");
@@ -466,6 +470,7 @@ static int slabstorm_main_fn(void *unused)
 			ret = slabstorm_one_cache();
 		if (ret)
 			break;
+		storm_loops(op_loops);
 		cond_resched_tasks_rcu_qs();
 	}
 	main_error = ret;
@@ -647,10 +652,10 @@ static void slabstorm_destroy_fixed(void)
 /* "<tag>: mode=..." with the CPUs as the storm runs them */
 static void slabstorm_print_params(const char *tag)
 {
-	storm_print_params(tag, "mode=%s numcache=%lu numobj=%lu timeout=%lu objsize=%lu fill=%lu shrink=%d cpu=%d latency=%d background=%d cpulist=%*pbl",
+	storm_print_params(tag, "mode=%s numcache=%lu numobj=%lu timeout=%lu objsize=%lu fill=%lu shrink=%d cpu=%d op_loops=%lu latency=%d background=%d cpulist=%*pbl",
 			   slabstorm_mode_name[smode], numcache, numobj,
-			   timeout, objsize, fill, shrink, home, latency,
-			   background, cpumask_pr_args(touch_mask));
+			   timeout, objsize, fill, shrink, home, op_loops,
+			   latency, background, cpumask_pr_args(touch_mask));
 }
 
 static int slabstorm_check_cpu(void)
@@ -732,6 +737,11 @@ static int slabstorm_check_count(void)
 			       numcache);
 			return -EINVAL;
 		}
+		if (op_loops) {
+			pr_err("op_loops=%lu: mode=remote has no main thread to run them\n",
+			       op_loops);
+			return -EINVAL;
+		}
 		return storm_check_bound("numobj", numobj, timeout) ?:
 		       storm_check_range("numobj", numobj, STORM_MAX_COUNT);
 	}
@@ -741,7 +751,8 @@ static int slabstorm_check_count(void)
 		return -EINVAL;
 	}
 	return storm_check_bound("numcache", numcache, timeout) ?:
-	       storm_check_range("numcache", numcache, STORM_MAX_COUNT);
+	       storm_check_range("numcache", numcache, STORM_MAX_COUNT) ?:
+	       storm_check_range("op_loops", op_loops, STORM_MAX_LOOPS);
 }
 
 /* Objects: their size, how many a touch holds, and the memory at once. */
@@ -1002,10 +1013,11 @@ static int slabstorm_result_show(struct seq_file *m, void *v)
 		   "param.numobj: %lu\nparam.timeout: %lu\n"
 		   "param.objsize: %lu\nparam.fill: %lu\nparam.shrink: %d\n"
 		   "param.cpu: %d\nparam.cpulist: %*pbl\n"
-		   "param.latency: %d\nparam.background: %d\n",
+		   "param.op_loops: %lu\nparam.latency: %d\n"
+		   "param.background: %d\n",
 		   slabstorm_mode_name[smode], numcache, numobj, timeout,
 		   objsize, fill, shrink, home, cpumask_pr_args(touch_mask),
-		   latency, background);
+		   op_loops, latency, background);
 	seq_puts(m, "phases:");
 	for (p = 0; p < NR_PHASES; p++)
 		if (slabstorm_has_phase(p))

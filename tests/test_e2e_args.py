@@ -36,6 +36,11 @@ def test_help_names_the_command(script):
     ("bisect-range", ["--live-at", "0.8", "--plant-at", "0.7"]),
     ("bisect-range", ["--nops", "0"]),
     ("bisect-range", ["--bogus"]),
+    ("time-design", ["--design", "8x"]),
+    ("time-design", ["--boots", "8", "--design", "8x15"]),
+    ("time-design", ["--runs", "5", "--design", "8x15"]),
+    ("time-design", ["--vary", "handler_loops=0"]),
+    ("time-design", ["bogusstorm"]),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(script, args,
                                                       tmp_path):

@@ -89,6 +89,10 @@ static unsigned long delay;
 module_param(delay, ulong, 0444);
 MODULE_PARM_DESC(delay, "Microseconds to sleep between flushes (default 0)");
 
+static unsigned long op_loops;
+module_param(op_loops, ulong, 0444);
+MODULE_PARM_DESC(op_loops, "Iterations of a two-instruction loop on the flusher after each flush, at most 10000000: a known cost per flush (default 0)");
+
 static bool latency = true;
 module_param(latency, bool, 0444);
 MODULE_PARM_DESC(latency, "Time every unmap (and its shootdown) into a histogram (default 1)");
@@ -421,6 +425,7 @@ static int tlbstorm_flusher_fn(void *arg)
 			f->last_error = ret;
 			break;
 		}
+		storm_loops(op_loops);
 		/* a worker that sees it done saw it begun: flush_counts() */
 		smp_mb__before_atomic();
 		atomic64_inc(&tlbstorm_total.done);
@@ -441,10 +446,10 @@ static int tlbstorm_flusher_fn(void *arg)
 /* "<tag>: numflush=..." with the CPU lists and the flush as expected */
 static void tlbstorm_print_params(const char *tag)
 {
-	storm_print_params(tag, "numflush=%lu timeout=%lu pages=%lu mode=%s delay=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl counted_in=%s flush_kind=%s",
+	storm_print_params(tag, "numflush=%lu timeout=%lu pages=%lu mode=%s delay=%lu op_loops=%lu latency=%d background=%d cpulist=%*pbl targets=%*pbl counted_in=%s flush_kind=%s",
 			   numflush, timeout, pages,
-			   tlbstorm_mode_name[storm_mode], delay, latency,
-			   background, cpumask_pr_args(flusher_mask),
+			   tlbstorm_mode_name[storm_mode], delay, op_loops,
+			   latency, background, cpumask_pr_args(flusher_mask),
 			   cpumask_pr_args(target_mask),
 			   tlbstorm_counted_in[storm_mode],
 			   tlbstorm_flush_kind_name[flush_kind]);
@@ -514,6 +519,7 @@ static int tlbstorm_check_bounds(void)
 	ret = storm_check_range("numflush", numflush, STORM_MAX_COUNT) ?:
 	      storm_check_range("timeout", timeout, STORM_MAX_TIMEOUT_S) ?:
 	      storm_check_range("delay", delay, STORM_MAX_DELAY_US) ?:
+	      storm_check_range("op_loops", op_loops, STORM_MAX_LOOPS) ?:
 	      storm_check_range("pages", pages, TLBSTORM_MAX_PAGES);
 	if (ret)
 		return ret;
@@ -670,9 +676,10 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 	storm_show_header(m, "tlbstorm", &ctl, failed);
 	seq_printf(m, "param.numflush: %lu\nparam.timeout: %lu\n"
 		   "param.pages: %lu\nparam.mode: %s\nparam.delay: %lu\n"
-		   "param.latency: %d\nparam.background: %d\n",
+		   "param.op_loops: %lu\nparam.latency: %d\n"
+		   "param.background: %d\n",
 		   numflush, timeout, pages, tlbstorm_mode_name[storm_mode],
-		   delay, latency, background);
+		   delay, op_loops, latency, background);
 	seq_printf(m, "param.cpulist: %*pbl\nparam.targets: %*pbl\n",
 		   cpumask_pr_args(flusher_mask), cpumask_pr_args(target_mask));
 	seq_printf(m, "mode: %s\ncounted_in: %s\nflush_kind: %s\n",

@@ -18,6 +18,8 @@ from ..runfiles import runs
 # need few; time per operation, by storm (storms.Storm.boots_timed).
 BOOTS_COUNTED = 3
 BOOTS_TIMED = {name: storms.boots_timed(name) for name in storms.NAMES}
+RUNS_COUNTED = 5
+RUNS_TIMED = {name: storms.runs_timed(name) for name in storms.NAMES}
 
 
 def boots_timed(storm: str | None) -> int:
@@ -25,14 +27,14 @@ def boots_timed(storm: str | None) -> int:
 
 
 def add_guest_options(p: argparse.ArgumentParser, per: str, *,
-                      boots: int | None = None, runs_: int = 5,
+                      boots: int | None = None, runs_: int | None = None,
                       cpus: int | None = 4, timeout: float = 900,
                       results: pathlib.Path | None = runs.RESULTS,
                       results_help: str = "$STORM_RESULTS or results/"
                       ) -> None:
     """How many boots and runs, in what guest: shared by matrix, ab,
-    bisect and the seeds (with their own defaults). boots None: by the
-    primary metric (check_guest_options). cpus None: no --cpus (the
+    bisect and the seeds (with their own defaults). boots, runs_ None: by
+    the primary metric (check_guest_options). cpus None: no --cpus (the
     command sizes its guests itself: seed 003's --sizes)."""
     p.add_argument("--boots", type=int, default=boots,
                    help=f"guests booted per {per}, the unit of replication "
@@ -43,7 +45,12 @@ def add_guest_options(p: argparse.ArgumentParser, per: str, *,
                       + ", ".join(f"{k} {v}" for k, v in
                                   BOOTS_TIMED.items()) + ")"))
     p.add_argument("--runs", type=int, default=runs_,
-                   help=f"measured runs per boot (default {runs_})")
+                   help="measured runs per boot "
+                   + (f"(default {runs_})" if runs_ is not None else
+                      f"(default {RUNS_COUNTED} where instructions are "
+                      "counted; with --no-insn: "
+                      + ", ".join(f"{k} {v}" for k, v in
+                                  RUNS_TIMED.items()) + ")"))
     p.add_argument("--warmup", type=int, default=1,
                    help="warm-up runs per boot, thrown away (default 1)")
     p.add_argument("--jobs", type=int, default=guest.default_jobs(),
@@ -86,6 +93,9 @@ def check_guest_options(p: argparse.ArgumentParser,
                         one_boot: bool = False) -> None:
     """one_boot: the command can decide on instructions with one boot a
     side (matrix, ab), so --boots 1 is allowed where they are counted."""
+    if args.runs is None:
+        args.runs = RUNS_COUNTED if counted(args) else \
+            storms.runs_timed(getattr(args, "storm", None))
     if args.runs < 1 or args.warmup < 0:
         p.error("--runs must be at least 1 and --warmup not negative")
     if args.boots is None:

@@ -15,6 +15,12 @@ as a group of their own, read from their directories wherever they are:
 
   python3 tests/data/resample/extract.py --add NAME GROUP DIR...
 
+and a pool that tests/e2e/time-design made (two sides, interleaved, a
+known change between them) becomes a data set of its own, each side a
+group whose level is its side's parameter (e.g. handler_loops=55):
+
+  python3 tests/data/resample/extract.py --pool NAME RUNS_DIR
+
 <name>/boots.json.gz: {"what", "groups": [{"name", "kernel", "session",
 "level", "dirs", "boots": [{"boot_id", "runs": [run document]}]}]}.
 Each run document loads as a storm run (runs.load_run's schema).
@@ -124,6 +130,32 @@ def add(name: str, gname: str, dirs: list[str]) -> int:
     return 0
 
 
+def pool(name: str, runs_dir: str) -> int:
+    """Data set NAME from a time-design pool: RUNS_DIR/<label>/<series>/,
+    each label a side, grouped at the level its label names after the
+    release (<release>_<param>=<value>)."""
+    path = HERE / name / "boots.json.gz"
+    if path.exists():
+        print(f"extract: {path} exists", file=sys.stderr)
+        return 1
+    groups = []
+    for side in sorted(pathlib.Path(runs_dir).iterdir()):
+        if not side.is_dir():
+            continue
+        level = side.name.split("_", 1)[1] if "_" in side.name else side.name
+        files = sorted(side.rglob("run-*.json"))
+        params = json.loads(files[0].read_text())["params"] if files else {}
+        groups += collect(level, level, [str(side)], params,
+                          {str(side): files})
+    if len({g["level"] for g in groups}) != 2:
+        print(f"extract: {runs_dir}: not two sides", file=sys.stderr)
+        return 1
+    write(path, {"what": f"{name}: the real boots of a tests/e2e/"
+                 "time-design pool, two sides interleaved, cut by "
+                 "tests/data/resample/extract.py --pool", "groups": groups})
+    return 0
+
+
 def collect(gname: str, level: str, dirs: list[str], params: dict,
             files: dict[str, list[pathlib.Path]]) -> list[dict]:
     sessions: dict[str, dict[str, list]] = collections.defaultdict(dict)
@@ -164,6 +196,8 @@ def write(path: pathlib.Path, doc: dict) -> None:
 def main() -> int:
     if sys.argv[1:2] == ["--add"] and len(sys.argv) > 4:
         return add(sys.argv[2], sys.argv[3], sys.argv[4:])
+    if sys.argv[1:2] == ["--pool"] and len(sys.argv) == 4:
+        return pool(sys.argv[2], sys.argv[3])
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
                             check=True, capture_output=True,
                             text=True).stdout.strip()
