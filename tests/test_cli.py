@@ -130,6 +130,9 @@ def test_stated_default_boots_are_options_figures(capsys):
     assert f"default {options.BOOTS_COUNTED} where instructions" in out
     for storm, n in options.BOOTS_TIMED.items():
         assert f"{storm} {n}" in out
+    assert f"default {options.RUNS_COUNTED} where instructions" in out
+    for storm, n in options.RUNS_TIMED.items():
+        assert f"{storm} {n}" in out
 
 
 def test_docs_state_options_default_boots():

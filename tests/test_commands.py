@@ -188,6 +188,33 @@ def test_simulate_on_the_model(capsys):
     assert out.splitlines()[-1].startswith("A/A: ")
 
 
+def test_simulate_against_a_pools_other_side(capsys):
+    rc, out, err = storm(capsys, "simulate", "--data", "ipistorm-6.1-plant",
+                         "--level", "handler_loops=0", "--against",
+                         "handler_loops=55", "--boots", "2", "--runs", "15",
+                         "--trials", "2", "--changes", "4,6", "--only",
+                         "power")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[1].startswith("power: a 4% change called in ")
+    assert lines[2].startswith("power: a 6% change called in ")
+    assert lines[3].startswith("power: the real change to handler_loops=55 "
+                               "called in ")
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--against", "handler_loops=55", "--model"], "not with --model"),
+    (["--data", "ipistorm-6.1-plant", "--level", "handler_loops=0",
+      "--against", "handler_loops=7"], "has levels handler_loops=0, "
+     "handler_loops=55"),
+    (["--changes", "5,x"], "--changes 5,x: percents"),
+])
+def test_simulate_refuses_bad_against_and_changes(capsys, args, says):
+    rc, out, err = storm(capsys, "simulate", *args)
+    assert rc == 2 and out == ""
+    assert says in err
+
+
 def test_simulate_refuses_an_unknown_data_set(capsys):
     rc, out, err = storm(capsys, "simulate", "--data", "nope")
     assert rc == 2
@@ -217,6 +244,7 @@ def test_matrix_dry_run_boots_where_time_is_primary(capsys, storm_):
     assert rc == 0, err
     n = options.BOOTS_TIMED[storm_]
     assert out.startswith(f"storm matrix: 1 sides x {n} boots = {n} boots")
+    assert f"each 1 warm-up + {options.RUNS_TIMED[storm_]} runs" in out
 
 
 def test_matrix_refuses_an_unknown_kernel(capsys):

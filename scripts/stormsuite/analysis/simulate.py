@@ -226,12 +226,14 @@ def resampled_side(rng: np.random.Generator, pool: list[Boot],
 
 def resample(rng: np.random.Generator, pool: list[Boot], change: float,
              trials: int, boots: int, nruns: int,
-             candidates: list[Boot] | None = None) -> tuple[float, float]:
+             candidates: list[Boot] | None = None,
+             vary: tuple[str, ...] = ()) -> tuple[float, float]:
     """(fraction with anything marked, fraction with the primary time
     called a change) over trials comparisons of real boots: both sides
     from pool (2 x boots distinct boots a trial) and the candidate's
     times scaled by 1 + change; or, given candidates, the candidate's
-    boots drawn from them (a real change)."""
+    boots drawn from them (a real change: VARY names the parameters its
+    boots ran with other values of)."""
     usable = [b for b in pool if len(b) >= nruns]
     other = [b for b in candidates if len(b) >= nruns] \
         if candidates is not None else None
@@ -250,10 +252,17 @@ def resample(rng: np.random.Generator, pool: list[Boot], change: float,
             b = resampled_side(rng, other,
                                rng.permutation(len(other))[:boots], nruns,
                                1.0, "B")
-        cmp = verdict.build([a, b])
+        cmp = verdict.build([a, b], vary=vary)
         marked += any_marked(cmp)
         called += primary_time_called(cmp)
     return marked / trials, called / trials
+
+
+def differing_params(a: list[Boot], b: list[Boot]) -> tuple[str, ...]:
+    """The parameters the first runs of two sets of boots differ in."""
+    pa, pb = a[0][0]["params"], b[0][0]["params"]
+    return tuple(sorted(k for k in pa.keys() | pb.keys()
+                        if pa.get(k) != pb.get(k)))
 
 
 def real_boot_numbers(pool: list[Boot], nruns: int) -> list[list[float]]:
@@ -455,6 +464,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--level", help="the data set's boots at this level "
                    "(e.g. good or bad of the e2e tree) for A/A and power; "
                    "needed when it has several")
+    p.add_argument("--against", metavar="LEVEL",
+                   help="real boots: also compare --level's boots with "
+                   "this level's, a real change (a time-design pool's "
+                   "plant), and say how often it is called")
+    p.add_argument("--changes", default="5,10,20", metavar="PCT,...",
+                   help="the changes whose power is measured, in percent "
+                   "(default 5,10,20)")
     p.add_argument("--model", action="store_true",
                    help="the lognormal model instead of real boots")
     p.add_argument("--trials", type=int, default=1000,
@@ -486,6 +502,12 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if args.trials < 1 or args.boots < 1 or args.runs < 1:
         p.error("--trials, --boots and --runs must be positive")
+    try:
+        changes = [float(c) / 100 for c in args.changes.split(",")]
+    except ValueError:
+        p.error(f"--changes {args.changes}: percents, e.g. 5,10,20")
+    if args.against and args.model:
+        p.error("--against compares real boots: not with --model")
     rng = np.random.default_rng(args.seed)
     noise = Noise(args.run_cv / 100, args.boot_cv / 100)
     pool: list[Boot] = []
@@ -501,6 +523,9 @@ def main(argv: list[str]) -> int:
         if level not in have and args.only in (None, "aa", "power"):
             p.error(f"{args.data}: give --level, one of {', '.join(have)}")
         pool = real_boots(args.data, level)
+        if args.against and args.against not in have:
+            p.error(f"--against {args.against}: {args.data} has levels "
+                    f"{', '.join(have)}")
         print(f"noise: {len(pool)} real boots of {args.data} at level "
               f"{level or ', '.join(have)} (resampled); "
               f"{args.boots} boots x {args.runs} runs a side; "
@@ -535,9 +560,16 @@ def main(argv: list[str]) -> int:
             print(f"A/A: {100 * marked:.1f}% marked anything, "
                   f"{100 * called:.1f}% called the primary time a change")
         if args.only in (None, "power"):
-            for change in (0.05, 0.10, 0.20):
+            for change in changes:
                 _, called = rates(change)
                 print(f"power: a {100 * change:g}% change called in "
+                      f"{100 * called:.1f}%")
+            if args.against:
+                other = real_boots(args.data, args.against)
+                _, called = resample(rng, pool, 0.0, args.trials,
+                                     args.boots, args.runs, candidates=other,
+                                     vary=differing_params(pool, other))
+                print(f"power: the real change to {args.against} called in "
                       f"{100 * called:.1f}%")
     except ValueError as e:
         p.error(str(e))
