@@ -32,8 +32,8 @@ TOLERANCE = 0.95
 TICK_NS = 10**7         # a scheduler tick at HZ=100, the coarsest
 STRAY = 0.05            # at most this share where no storm should land
 CEILING = 33            # the kernel's default tlb_single_page_flush_ceiling
-PARAMS = {"numflush", "timeout", "pages", "mode", "delay", "latency",
-          "background", "cpulist", "targets", "nice"}
+PARAMS = {"numflush", "timeout", "pages", "mode", "delay", "op_loops",
+          "latency", "background", "cpulist", "targets", "nice"}
 
 
 def ok(case) -> dict[str, str]:

@@ -168,6 +168,25 @@ def test_slabstorms_default_design_on_its_pool():
     assert at_least(called, trials, 0.90)
 
 
+def test_tlbstorms_default_design_on_its_pool():
+    """tlbstorm's default timed design on its A/A pool (18+18 boots x 10
+    runs, a quiet host): A/A at most 5%, a 5% change called at least 90%
+    of the time."""
+    base = simulate.real_boots("tlbstorm-6.1-pool", "6.1.0-56-amd64.a")
+    assert len(base) == 18 and {len(b) for b in base} == {10}
+    boots = options.BOOTS_TIMED["tlbstorm"]
+    nruns = options.RUNS_TIMED["tlbstorm"]
+    rng = np.random.default_rng(13)
+    trials = 300
+    marked, _ = simulate.resample(rng, base, 0.0, trials, boots, nruns)
+    _, called = simulate.resample(rng, base, 0.05, trials, boots, nruns)
+    print(f"tlbstorm, {boots}+{boots} boots x {nruns} runs: A/A "
+          f"{100 * marked:.1f}% marked anything, a 5% change called in "
+          f"{100 * called:.1f}% of {trials}")
+    assert at_most(marked, trials, 0.05)
+    assert at_least(called, trials, 0.90)
+
+
 def test_real_regression_of_the_e2e_tree():
     """The e2e tree's real regression (its bad commits' boots against its
     good commits'), at 3+3 boots x 5 runs: called nearly always, and its

@@ -71,7 +71,8 @@ STORMS: dict[str, Storm] = {s.name: s for s in (
           "_many, all-CPU and async)", ("ipistorm",),
           "single=1 cpulist=0 offset=1", "numipi", boots_timed=12,
           runs_timed=15),
-    # tlbstorm 6: 100%
+    # tlbstorm 6 x 5: a 5% change called 100%, A/A 0% on the
+    # tlbstorm-6.1-pool A/A pool
     Storm("tlbstorm", "flush",
           "TLB-shootdown storms (user or kernel ranges)",
           ("tlbstorm", "tlbstorm-w"), "cpulist=0 targets=1", "numflush",

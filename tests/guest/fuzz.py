@@ -88,16 +88,16 @@ PARAMS = {
         "numflush": ("count", "100"), "timeout": ("secs", "2"),
         "cpulist": ("cpus", "0"), "targets": ("cpus", "1-3"),
         "pages": ("num", "1"), "mode": ("mode", "user"),
-        "delay": ("us", "0"), "latency": ("bool", "1"),
-        "background": ("bool", "0"),
+        "delay": ("us", "0"), "op_loops": ("num", "0"),
+        "latency": ("bool", "1"), "background": ("bool", "0"),
     },
     "slabstorm": {
         "mode": ("mode", "create"), "numcache": ("count", "50"),
         "numobj": ("count", "500"), "timeout": ("secs", "2"),
         "objsize": ("num", "64"), "fill": ("num", "1"),
         "shrink": ("bool", "0"), "cpu": ("num", "0"),
-        "cpulist": ("cpus", "1-2"), "latency": ("bool", "1"),
-        "background": ("bool", "0"),
+        "cpulist": ("cpus", "1-2"), "op_loops": ("num", "0"),
+        "latency": ("bool", "1"), "background": ("bool", "0"),
     },
 }
 # every storm's (include/storm.c)
