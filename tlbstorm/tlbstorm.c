@@ -425,11 +425,11 @@ static int tlbstorm_flusher_fn(void *arg)
 			f->last_error = ret;
 			break;
 		}
-		storm_loops(op_loops);
 		/* a worker that sees it done saw it begun: flush_counts() */
 		smp_mb__before_atomic();
 		atomic64_inc(&tlbstorm_total.done);
 		WRITE_ONCE(f->flushes, f->flushes + 1);
+		storm_loops(op_loops);
 		if (delay)
 			usleep_range(delay, delay + 1);
 		else
