@@ -148,39 +148,26 @@ def test_real_plant_intervals_hold_the_pools_change():
     assert called / trials > 0.5
 
 
-def test_slabstorms_default_design_on_its_pool():
-    """slabstorm's default timed design on its own pool (24+24 boots x 15
-    runs, op_loops=0 and 1300): A/A at most 5% and a 5% change called
-    at least 90% of the time. Its 12+12 draws take all 24 boots of the
-    base side each time: the rates are over splits of one set of boots."""
-    base = simulate.real_boots("slabstorm-6.1-plant", "op_loops=0")
-    assert len(base) == 24 and {len(b) for b in base} == {15}
-    boots = options.BOOTS_TIMED["slabstorm"]
-    nruns = options.RUNS_TIMED["slabstorm"]
-    rng = np.random.default_rng(12)
+@pytest.mark.parametrize("storm,data,level,boots,runs_,seed", [
+    # 24+24 x 15, op_loops=0 and 1300: its 12+12 draws take all 24 boots
+    # of the base side each time, so the rates are over splits of one set
+    ("slabstorm", "slabstorm-6.1-plant", "op_loops=0", 24, 15, 12),
+    # an A/A pool, 18+18 x 10, a quiet host
+    ("tlbstorm", "tlbstorm-6.1-pool", "6.1.0-56-amd64.a", 18, 10, 13),
+])
+def test_a_storms_default_design_on_its_pool(storm, data, level, boots,
+                                              runs_, seed):
+    """The storm's default timed design on its own pool: A/A at most 5%
+    and a 5% change called at least 90% of the time."""
+    base = simulate.real_boots(data, level)
+    assert len(base) == boots and {len(b) for b in base} == {runs_}
+    nboots = options.BOOTS_TIMED[storm]
+    nruns = options.RUNS_TIMED[storm]
+    rng = np.random.default_rng(seed)
     trials = 300
-    marked, _ = simulate.resample(rng, base, 0.0, trials, boots, nruns)
-    _, called = simulate.resample(rng, base, 0.05, trials, boots, nruns)
-    print(f"slabstorm, {boots}+{boots} boots x {nruns} runs: A/A "
-          f"{100 * marked:.1f}% marked anything, a 5% change called in "
-          f"{100 * called:.1f}% of {trials}")
-    assert at_most(marked, trials, 0.05)
-    assert at_least(called, trials, 0.90)
-
-
-def test_tlbstorms_default_design_on_its_pool():
-    """tlbstorm's default timed design on its A/A pool (18+18 boots x 10
-    runs, a quiet host): A/A at most 5%, a 5% change called at least 90%
-    of the time."""
-    base = simulate.real_boots("tlbstorm-6.1-pool", "6.1.0-56-amd64.a")
-    assert len(base) == 18 and {len(b) for b in base} == {10}
-    boots = options.BOOTS_TIMED["tlbstorm"]
-    nruns = options.RUNS_TIMED["tlbstorm"]
-    rng = np.random.default_rng(13)
-    trials = 300
-    marked, _ = simulate.resample(rng, base, 0.0, trials, boots, nruns)
-    _, called = simulate.resample(rng, base, 0.05, trials, boots, nruns)
-    print(f"tlbstorm, {boots}+{boots} boots x {nruns} runs: A/A "
+    marked, _ = simulate.resample(rng, base, 0.0, trials, nboots, nruns)
+    _, called = simulate.resample(rng, base, 0.05, trials, nboots, nruns)
+    print(f"{storm}, {nboots}+{nboots} boots x {nruns} runs: A/A "
           f"{100 * marked:.1f}% marked anything, a 5% change called in "
           f"{100 * called:.1f}% of {trials}")
     assert at_most(marked, trials, 0.05)
