@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import os
 import pathlib
 import shutil
@@ -20,6 +21,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+from stormsuite.lkp import modparams  # noqa: E402
 from stormsuite.runfiles import dmesg, interrupts, result  # noqa: E402
 from stormsuite.machines import vm  # noqa: E402
 from stormsuite.machines.guest import Guest, vm_command  # noqa: E402
@@ -380,19 +382,34 @@ def assert_refused(case: Case, reason: str,
     assert_clean(case.dmesg)
 
 
+# include/storm.c's parameters for how a storm is observed and checked:
+# their results are keys of their own (pmu.*, sent.*, the check's lines)
+OBSERVING = {"pmu", "count_sent", "inject_miscount"}
+
+
+@functools.lru_cache(maxsize=None)
+def declared_params(module: str) -> frozenset[str]:
+    """The module's parameters, as modinfo -p of its build lists them."""
+    return frozenset(p.name for p in modparams.of_storm(module))
+
+
 def assert_start_and_end(case, module: str,
                          end: str = "End of test: SUCCESS") -> None:
-    """The storm's Start of test line names every parameter its result
-    file has (and the shared count_sent and pmu) as the storm runs them,
-    and its End of test line, the last of the run, repeats them."""
+    """The storm's Start of test line names every parameter its module
+    declares (modinfo -p) as the storm runs them, and its End of test
+    line, the last of the run, repeats them; the result file echoes all
+    but the ones that say how the storm is observed (OBSERVING)."""
     lines = dmesg.storm_lines(case.dmesg, module)
     assert [x.tag for x in lines] == ["Start of test", end], case.dmesg
     start, last = lines
     assert last.params == start.params
     res = case.result
     named = {k[len("param."):] for k in res if k.startswith("param.")}
-    assert named | {"count_sent", "pmu"} <= start.params.keys(), \
-        (named, start.params)
+    declared = declared_params(module)
+    assert named == declared - OBSERVING, (named ^ (declared - OBSERVING))
+    # inject_miscount announces itself in a line of its own
+    assert declared - {"inject_miscount"} <= start.params.keys(), \
+        (declared, start.params)
     for name in named & {"cpulist", "targets", "timeout", "mode"}:
         assert start.params[name] == res[f"param.{name}"], name
     ours = [x for x in case.dmesg.splitlines() if f"{module}: " in x]

@@ -1,6 +1,7 @@
 """The registry of storms (scripts/stormsuite/storms.py) against what it
 stands for: the modules in the tree, their parameters as modinfo -p lists
-them, the op.* keys their results carry, and the guest fuzzer's tables."""
+them, the op.* keys their results carry, and the guest fuzzer's tables
+made from them."""
 
 from __future__ import annotations
 
@@ -47,15 +48,53 @@ def test_the_module_says_the_registered_operation(name):
 
 @pytest.mark.parametrize("name", storms.NAMES)
 def test_fuzz_knows_every_parameter(name):
-    """The fuzzer's table of a storm (or the one it makes from modinfo
-    for a storm without one) has every parameter the module has."""
+    """The fuzzer's table of a storm is made from modinfo -p: every
+    parameter, each of a kind its type and description give, with a
+    valid value that is the example's or the module's own choice."""
     fuzz = fuzz_module()
     ko = modparams.module_file(name).parent
-    table = fuzz.PARAMS.get(name) or fuzz.module_params(str(ko), name)
-    assert set(table) == {p.name for p in modparams.of_storm(name)}
-    for kind, valid in table.values():
+    table = fuzz.module_params(str(ko), name)
+    params = {p.name: p for p in modparams.of_storm(name)}
+    assert set(table) == set(params)
+    example = dict(p.split("=", 1)
+                   for p in storms.STORMS[name].example.split())
+    for prm, (kind, valid, choices) in table.items():
         assert kind in ("bool", "cpus", "mode", "count", "secs", "us",
-                        "ns", "num") and valid is not None
+                        "ns", "num"), prm
+        assert valid == example.get(prm, valid)
+        if kind == "mode":
+            assert valid in choices and params[prm].default in choices
+        if kind == "bool":
+            assert valid in ("0", "1")
+        if kind in ("count", "secs", "num", "us", "ns"):
+            assert valid.isdigit(), (prm, valid)
+    assert table["timeout"][0] == "secs"
+    assert table[storms.STORMS[name].count_param][0] == "count"
+
+
+def test_fuzz_kinds_follow_the_descriptions():
+    """Units and choices as the modules' descriptions say them."""
+    fuzz = fuzz_module()
+
+    def table(name):
+        return fuzz.module_params(
+            str(modparams.module_file(name).parent), name)
+    ipi, slab = table("ipistorm"), table("slabstorm")
+    assert ipi["delay"][0] == "us" and ipi["handler_ns"][0] == "ns"
+    assert ipi["targets"][0] == "cpus" and ipi["latency"][0] == "num"
+    assert slab["numcache"][0] == slab["numobj"][0] == "count"
+    assert slab["mode"][2] == ["create", "rcu", "shrink", "remote"]
+    assert table("tlbstorm")["mode"][2] == ["user", "kernel"]
+    assert table("rcustorm")["busy"][0] == "cpus"
+
+
+def test_a_string_parameters_choices_are_read_from_its_description():
+    def choices(desc):
+        return modparams.Param("mode", desc, "charp").choices
+    assert choices("a: one thing; b: another (default a)") == ["a", "b"]
+    assert choices("x, y (why) or z (default x)") == ["x", "y", "z"]
+    assert choices("Sending CPUs (default all online)") == []
+    assert modparams.Param("n", "a: b (default 1)", "ulong").choices == []
 
 
 def test_module_params_reads_modinfo():

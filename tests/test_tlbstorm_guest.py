@@ -32,8 +32,6 @@ TOLERANCE = 0.95
 TICK_NS = 10**7         # a scheduler tick at HZ=100, the coarsest
 STRAY = 0.05            # at most this share where no storm should land
 CEILING = 33            # the kernel's default tlb_single_page_flush_ceiling
-PARAMS = {"numflush", "timeout", "pages", "mode", "delay", "op_loops",
-          "latency", "background", "cpulist", "targets", "nice"}
 
 
 def ok(case) -> dict[str, str]:
@@ -46,8 +44,6 @@ def ok(case) -> dict[str, str]:
     assert "tlbstorm: End of test: SUCCESS" in case.dmesg
     assert_clean(case.dmesg)
     assert_start_and_end(case, "tlbstorm")
-    assert {k[len("param."):] for k in res if k.startswith("param.")} \
-        == PARAMS
     # the dmesg summary and the result file tell the same story
     summary = summary_of(case)
     assert summary["flushes"] == res["flushes"]

@@ -66,75 +66,52 @@ CPULISTS = ["0", "1", "2", "3", "0-3", "1-3", "0,2", "3,1", "0-1,3",
             "0-3:2/4", "4", "64", "4095", "", ",", "1,,2", "1,", ",1",
             "1-", "-1", "3-1", "x", "0-x", "1 2", "0-999999", "a" * 300]
 BOOLS = ["0", "1", "y", "n", "Y", "N", "true", "maybe", "", "2"]
-MODES = {
-    "tlbstorm": ["user", "kernel", "User", "kernel\n", "", "none"],
-    "slabstorm": ["create", "rcu", "shrink", "remote", "", "destroy"],
-}
-
-# Per storm: parameter -> kind, and a small valid value that keeps a storm
-# short (counts small, timeouts short) when the fuzzer picks "valid".
-PARAMS = {
-    "ipistorm": {
-        "numipi": ("count", "500"), "timeout": ("secs", "2"),
-        "wait": ("bool", "1"), "single": ("bool", "1"),
-        "offset": ("num", "1"), "mask": ("num", "0"),
-        "delay": ("us", "0"), "cpulist": ("cpus", "0"),
-        "targets": ("cpus", "1-2"), "async": ("bool", "0"),
-        "handler_ns": ("ns", "0"), "handler_loops": ("num", "0"),
-        "latency": ("num", "64"), "background": ("bool", "0"),
-        "pileup": ("num", "4"),
-    },
-    "tlbstorm": {
-        "numflush": ("count", "100"), "timeout": ("secs", "2"),
-        "cpulist": ("cpus", "0"), "targets": ("cpus", "1-3"),
-        "pages": ("num", "1"), "mode": ("mode", "user"),
-        "delay": ("us", "0"), "op_loops": ("num", "0"),
-        "latency": ("bool", "1"), "background": ("bool", "0"),
-    },
-    "slabstorm": {
-        "mode": ("mode", "create"), "numcache": ("count", "50"),
-        "numobj": ("count", "500"), "timeout": ("secs", "2"),
-        "objsize": ("num", "64"), "fill": ("num", "1"),
-        "shrink": ("bool", "0"), "cpu": ("num", "0"),
-        "cpulist": ("cpus", "1-2"), "op_loops": ("num", "0"),
-        "latency": ("bool", "1"), "background": ("bool", "0"),
-    },
-}
-# every storm's (include/storm.c)
-SHARED = {"pmu": ("bool", "1"), "count_sent": ("bool", "0"),
-          "nice": ("bool", "0"), "inject_miscount": ("bool", "0")}
-for _table in PARAMS.values():
-    _table.update(SHARED)
+# a small valid value that keeps a storm short, where its example does
+# not give one: counts small, timeouts short
+SHORT = {"count": "200", "secs": "2"}
 
 
-def module_params(ko: str, storm: str) -> dict[str, tuple[str, str]]:
-    """A storm without a table of its own: its parameters as modinfo -p
-    lists them, each given a kind by its type and name, valid its
-    example's value (scripts/stormsuite/storms.py), else its default."""
+def kind_of(prm: modparams.Param, entry: storms.Storm) -> str:
+    """What values a parameter is fuzzed with, from what modinfo -p says
+    of it: its type, its unit, and whether it is the storm's count."""
+    if prm.type == "bool":
+        return "bool"
+    if prm.type == "charp":
+        return "mode" if prm.choices else "cpus"
+    if prm.name == "timeout":
+        return "secs"
+    if prm.name == entry.count_param or "0 = timed run" in prm.description:
+        return "count"
+    if prm.description.startswith("Microseconds"):
+        return "us"
+    if " in ns" in prm.description:
+        return "ns"
+    return "num"
+
+
+def module_params(ko: str, storm: str) -> dict[str, tuple[str, str, list]]:
+    """A storm's parameters as its module declares them (modinfo -p):
+    name -> (kind, a valid value, the choices of a mode). The valid
+    value is its example's (scripts/stormsuite/storms.py), else a short
+    one of its kind, else its default where that is a number, else
+    empty (the module's default)."""
     entry = storms.STORMS[storm]
     example = dict(p.split("=", 1) for p in entry.example.split())
     out = {}
     for prm in modparams.of_module(pathlib.Path(ko, f"{storm}.ko")):
-        name = prm.name
-        default = (prm.default or "0").split()[0]
-        if name in SHARED:
-            out[name] = SHARED[name]
-            continue
-        if prm.type == "bool":
-            kind = "bool"
-        elif prm.type == "charp":
-            kind = "cpus" if "CPU" in prm.description else "mode"
-        elif name == "timeout":
-            kind, default = "secs", "2"
-        elif name == entry.count_param:
-            kind, default = "count", "200"
-        else:
-            kind = "num"
-        out[name] = (kind, example.get(name, default))
+        kind = kind_of(prm, entry)
+        default = (prm.default or "").split(",")[0].split()
+        number = default[0] if default and default[0].isdigit() else None
+        valid = example.get(prm.name) or SHORT.get(kind) or (
+            prm.choices[0] if prm.choices else number or "")
+        if kind in ("bool", "num", "us", "ns") and not valid:
+            valid = "0"
+        out[prm.name] = (kind, valid, prm.choices)
     return out
 
 
-def value(rng: random.Random, storm: str, kind: str, valid: str) -> str:
+def value(rng: random.Random, kind: str, valid: str,
+          choices: list[str]) -> str:
     r = rng.random()
     if r < 0.35:
         return valid
@@ -143,19 +120,20 @@ def value(rng: random.Random, storm: str, kind: str, valid: str) -> str:
     if kind == "cpus":
         return rng.choice(CPULISTS)
     if kind == "mode":
-        return rng.choice(MODES.get(storm, [valid, "", "x"]))
+        return rng.choice(choices + [c.capitalize() for c in choices[:1]]
+                          + [choices[0] + "\n", "", "none", "x"])
     if kind in ("count", "secs", "us", "ns") and r < 0.7:
         small = {"count": 3000, "secs": 3, "us": 2000, "ns": 200000}[kind]
         return str(rng.randint(0, small))
     return rng.choice(NUMBERS)
 
 
-def params_of(rng: random.Random, storm: str,
-              table: dict[str, tuple[str, str]]) -> list[str]:
+def params_of(rng: random.Random,
+              table: dict[str, tuple[str, str, list]]) -> list[str]:
     out = []
-    for name, (kind, valid) in table.items():
+    for name, (kind, valid, choices) in table.items():
         if rng.random() < 0.45:
-            out.append(f"{name}={value(rng, storm, kind, valid)}")
+            out.append(f"{name}={value(rng, kind, valid, choices)}")
     rng.shuffle(out)
     return out
 
@@ -289,14 +267,14 @@ def main() -> int:
     figures = {"seed": args.seed, "loads": 0, "outcomes": {},
                "splats": 0, "problems": []}
     names = sorted(storms.NAMES)
-    tables = {n: PARAMS.get(n) or module_params(args.ko, n) for n in names}
+    tables = {n: module_params(args.ko, n) for n in names}
     indices = [args.only] if args.only is not None else range(args.loads)
     start = time.monotonic()
     for i in indices:
         # one generator per load: load I is the same with or without --only
         rng = random.Random(f"{args.seed}:{i}")
         storm = rng.choice(names)
-        params = params_of(rng, storm, tables[storm])
+        params = params_of(rng, tables[storm])
         ending = rng.choice(["wait", "wait", "signal", "background",
                              "rmmod-during"])
         got = one_load(args.ko, storm, params, ending, rng, i)

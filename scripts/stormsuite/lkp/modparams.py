@@ -13,6 +13,9 @@ from .. import REPO
 
 # "(default 64)" at the end of a description, before the type
 DEFAULT = re.compile(r"\(default ([^;)]*)[;)]")
+# A string parameter's choices, as the modules list them: "a: what;
+# b: what" or "a, b (why) or c", each first in its clause
+CHOICE = re.compile(r"(?:^|[;,] |\bor )([a-z]+)\b(?=[:,;]| or | \(|$)")
 
 
 class ParamsError(Exception):
@@ -30,6 +33,15 @@ class Param:
         """The default its description states, if any."""
         m = DEFAULT.search(self.description)
         return m.group(1).strip() if m else None
+
+    @property
+    def choices(self) -> list[str]:
+        """The values a string parameter that is not a CPU list takes,
+        as its description lists them ([] for any other)."""
+        if self.type != "charp" or "CPU" in self.description:
+            return []
+        head = DEFAULT.split(self.description)[0].strip()
+        return CHOICE.findall(head)
 
 
 def module_file(storm: str, build: pathlib.Path = REPO / "build"
