@@ -18,6 +18,8 @@ import warnings
 
 import pytest
 
+import guestcases
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
@@ -96,6 +98,15 @@ class Case:
     def file(self, name: str) -> str:
         return self._read(name)
 
+    @property
+    def params(self) -> dict[str, str]:
+        """The module parameters its script gave it (guestcases.py): what
+        a test expects is read from there, not written again."""
+        return guestcases.definition(self.name).params
+
+    def param(self, name: str) -> int:
+        return int(self.params[name])
+
 
 @dataclasses.dataclass
 class GuestRun:
@@ -107,6 +118,7 @@ class GuestRun:
     commit: str     # the suite's HEAD when the guest started
 
     def case(self, name: str) -> Case:
+        guestcases.definition(name)     # a name no script defines: say so
         d = self.out / name
         assert d.is_dir(), (f"guest {self.kernel} {self.append!r}: case "
                             f"{name} did not run\n{self.log[-3000:]}")
