@@ -152,3 +152,39 @@ def test_results_from_before_the_op_keys_read_as_before(name):
         assert entry.ipi_metric in names or not rows
         assert names & {entry.time_metric, entry.untimed_metric} \
             or not rows
+
+
+def doc_table(text: str) -> dict[str, str] | None:
+    """A storm doc's `| parameter | default | meaning |` table: name ->
+    default, or None where the doc has no such table."""
+    lines = text.splitlines()
+    try:
+        start = lines.index("| parameter | default | meaning |")
+    except ValueError:
+        return None
+    out = {}
+    for line in lines[start + 2:]:
+        m = re.match(r"\| `([a-z_]+)` \| ([^|]*) \|", line)
+        if not m:
+            break
+        out[m.group(1)] = m.group(2).strip().strip("`")
+    return out
+
+
+@pytest.mark.parametrize("name", storms.NAMES)
+def test_the_docs_name_every_parameter_with_the_modules_default(name):
+    """docs/<storm>.md says what the module declares: its table (or its
+    Parameters section) has every parameter and no other, each numeric
+    default the module's."""
+    text = (REPO / "docs" / f"{name}.md").read_text()
+    declared = {p.name: p for p in modparams.of_storm(name)}
+    table = doc_table(text)
+    if table is None:
+        section = text.split("### Parameters", 1)[1].split("\n#", 1)[0]
+        assert set(declared) <= set(re.findall(r"`([a-z_]+)`", section))
+        return
+    assert set(table) == set(declared), set(table) ^ set(declared)
+    for prm in declared.values():
+        default = (prm.default or "").split(",")[0].split()
+        if default and default[0].isdigit():
+            assert table[prm.name] == default[0], (prm.name, table[prm.name])
