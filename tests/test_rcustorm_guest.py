@@ -53,35 +53,44 @@ def cal(res: dict[str, str], cpu: int) -> int:
     return int(res[f"irq.{cpu}.CAL"])
 
 
+def script_cpus(case, param: str) -> set[int]:
+    """The CPUs a cpulist parameter of CASE's script line names (busy=,
+    cpulist=): what the test expects of them is not written again here."""
+    return set(result.cpulist(case.params[param]))
+
+
 def off_busy(res: dict[str, str], busy: set[int]) -> int:
     """CAL over the window on the CPUs not kept busy."""
     return sum(cal(res, cpu) for cpu in range(4) if cpu not in busy)
 
 
 def test_expedited_interrupts_each_busy_cpu_once_per_grace_period(guest):
-    res = ok(guest.case("rcu_exp_busy"))
+    case = guest.case("rcu_exp_busy")
+    res = ok(case)
     gps = int(res["gps"])
-    assert gps == 200
-    for cpu in (1, 2):
+    assert gps == case.param("numgp")
+    busy = script_cpus(case, "busy")
+    for cpu in busy:
         assert gps <= cal(res, cpu) <= gps + STRAY_CAL, (cpu, res)
     # the idle CPU and the caller's: wakeups only
-    assert off_busy(res, {1, 2}) <= WAKEUPS * gps + STRAY_CAL, res
-    assert int(res["busy.CAL"]) == cal(res, 1) + cal(res, 2)
+    assert off_busy(res, busy) <= WAKEUPS * gps + STRAY_CAL, res
+    assert int(res["busy.CAL"]) == sum(cal(res, cpu) for cpu in busy)
     hist = result.histogram(res, "latency")
     assert hist.count == gps
     assert_histogram(hist)
     rows = {m.name: v for m, v in metrics.primary_of_run(
-        "rcustorm", typed(guest.case("rcu_exp_busy"))).items()}
+        "rcustorm", typed(case)).items()}
     assert set(rows) == {"rcustorm.time_per_gp_ns", "rcustorm.ipis_per_gp"}
-    # two busy CPUs, and the wakeups
-    assert 2 <= rows["rcustorm.ipis_per_gp"] \
-        <= 2 + WAKEUPS + 4 * STRAY_CAL / gps
+    # one a grace period to each busy CPU, and the wakeups
+    assert len(busy) <= rows["rcustorm.ipis_per_gp"] \
+        <= len(busy) + WAKEUPS + 4 * STRAY_CAL / gps
 
 
 def test_expedited_without_busy_cpus_sends_only_its_wakeups(guest):
-    res = ok(guest.case("rcu_exp_idle"))
+    case = guest.case("rcu_exp_idle")
+    res = ok(case)
     gps = int(res["gps"])
-    assert gps == 200
+    assert gps == case.param("numgp")
     assert "busy.CAL" in res and res["param.busy"] == ""
     assert off_busy(res, set()) <= WAKEUPS * gps + STRAY_CAL, res
     # no CPU took a request a grace period: at most its wakeups there
@@ -89,39 +98,50 @@ def test_expedited_without_busy_cpus_sends_only_its_wakeups(guest):
 
 
 def test_normal_grace_periods_leave_busy_cpus_alone(guest):
-    res = ok(guest.case("rcu_normal"))
-    assert res["gps"] == "10" and res["param.mode"] == "normal"
-    assert cal(res, 1) <= STRAY_CAL and cal(res, 2) <= STRAY_CAL, res
+    case = guest.case("rcu_normal")
+    res = ok(case)
+    assert res["gps"] == case.params["numgp"]
+    assert res["param.mode"] == case.params["mode"]
+    for cpu in script_cpus(case, "busy"):
+        assert cal(res, cpu) <= STRAY_CAL, res
 
 
 def test_two_callers_and_the_readers_check(guest):
-    res = ok(guest.case("rcu_two_callers"))
-    assert res["caller.0.gps"] == res["caller.1.gps"] == "100"
-    for cpu in (2, 3):
-        # grace periods of two callers may be one: at most one IPI each
-        assert cal(res, cpu) <= 200 + STRAY_CAL, res
-        assert cal(res, cpu) >= 100, res
+    case = guest.case("rcu_two_callers")
+    res = ok(case)
+    numgp = case.param("numgp")         # per caller
+    callers = script_cpus(case, "cpulist")
+    for cpu in callers:
+        assert res[f"caller.{cpu}.gps"] == case.params["numgp"], res
+    for cpu in script_cpus(case, "busy"):
+        # grace periods of the callers may be one: at most one IPI each
+        assert cal(res, cpu) <= len(callers) * numgp + STRAY_CAL, res
+        assert cal(res, cpu) >= numgp, res
 
 
 def test_a_section_across_a_grace_period_fails_the_storm(guest):
-    res = assert_injected_failure(guest.case("rcu_miscount"), "rcustorm", [
+    case = guest.case("rcu_miscount")
+    res = assert_injected_failure(case, "rcustorm", [
         "check: injected: CPU 1's reader counted with one section across "
         "a whole grace period",
         "check failed: CPU 1: 1 read-side critical sections lasted across "
         "a whole grace period"])
-    assert res["gps"] == "50" and res["reader.1.spanned"] == "0"
+    assert res["gps"] == case.params["numgp"]
+    assert res["reader.1.spanned"] == "0"
 
 
 def test_timed_storm_without_timing(guest):
-    res = ok(guest.case("rcu_timed"))
-    # timeout=1: a deadline in jiffies, up to a tick (10 ms at the
-    # coarsest HZ) short of a second
-    assert int(res["runtime_ns"]) >= 10**9 - 10**7
-    busy = int(res["gps"])
-    assert busy <= cal(res, 1) <= busy + STRAY_CAL, res
-    assert int(res["gps"]) > 0 and "latency.count" not in res
+    case = guest.case("rcu_timed")
+    res = ok(case)
+    # a deadline in jiffies, up to a tick (10 ms at the coarsest HZ) short
+    # of the timeout
+    assert int(res["runtime_ns"]) >= case.param("timeout") * 10**9 - 10**7
+    gps = int(res["gps"])
+    for cpu in script_cpus(case, "busy"):
+        assert gps <= cal(res, cpu) <= gps + STRAY_CAL, res
+    assert gps > 0 and "latency.count" not in res
     rows = {m.name for m in metrics.primary_of_run(
-        "rcustorm", typed(guest.case("rcu_timed")))}
+        "rcustorm", typed(case))}
     assert "rcustorm.runtime_per_gp_ns" in rows
 
 
