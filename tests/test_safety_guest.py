@@ -14,6 +14,8 @@ import guestcases
 from conftest import KERNELS, assert_clean, boot
 from stormsuite import storms
 from stormsuite.runfiles import dmesg, result
+# the one CPU a single=1 case calls, by ipistorm's rule
+from test_ipistorm_guest import target
 
 MODULES = storms.NAMES
 
@@ -84,12 +86,13 @@ def test_timeout_bounds_a_fixed_count_storm(guest, module):
     res = case.result
     assert res["status"] == "timeout"
     assert "End of test: FAILURE (timeout)" in case.dmesg
-    # timeout=2: the storm's own clock stops within a call of it, and
-    # the kernel's clock from its Start of test to its End of test (its
-    # setup and teardown too) within seconds of that; the run of its
-    # count would take days. (The wall clock of the case also counts
-    # udev, insmod's load and rmmod: a minute on a KASAN guest.)
-    assert int(res["runtime_ns"]) < 2 * 2 * 10**9, res["runtime_ns"]
+    # the script's timeout=: the storm's own clock stops within a call
+    # of it, and the kernel's clock from its Start of test to its End of
+    # test (its setup and teardown too) within seconds of that; the run
+    # of its count would take days. (The wall clock of the case also
+    # counts udev, insmod's load and rmmod: a minute on a KASAN guest.)
+    timeout = case.param("timeout")
+    assert int(res["runtime_ns"]) < 2 * timeout * 10**9, res["runtime_ns"]
     start, end = dmesg.storm_lines(case.dmesg, module)
     assert end.seconds - start.seconds < 10, (start, end)
     assert_clean(case.dmesg)
@@ -133,17 +136,21 @@ def test_single_wraps_at_the_last_online_cpu(guest):
         assert res["cpus_online"] == "0-2"
         assert res["sender.2.target"] == "0"
         assert_clean(case.dmesg)
-    res = guest.case("possible_single").result
-    assert result.per_cpu(res, "handled") == {0: 100, 1: 100, 2: 100}
+    case = guest.case("possible_single")
+    numipi = case.param("numipi")
+    assert result.per_cpu(case.result, "handled") == \
+        {0: numipi, 1: numipi, 2: numipi}
 
 
 POSSIBLE_DONE = ("possible_boot_single", "possible_boot_all",
                  "possible_boot_async", "possible_boot_tlb",
                  "possible_boot_tlb_kernel", "possible_boot_slab",
                  "possible_boot_slab_create")
+# NAME -> the parameter in which the script names the CPU that never
+# came up: refused as "PARAM=N: CPU N is not online"
 POSSIBLE_REFUSED = {
-    "possible_boot_offline_target": "targets=2: CPU 2 is not online",
-    "possible_boot_offline_sender": "cpulist=2: CPU 2 is not online",
+    "possible_boot_offline_target": "targets",
+    "possible_boot_offline_sender": "cpulist",
 }
 
 
@@ -173,18 +180,28 @@ def test_booted_with_more_possible_than_online_cpus(kernel):
     assert single["sender.0.target"] == "1"
     for name in ("possible_boot_single", "possible_boot_all",
                  "possible_boot_async"):
-        handled = result.per_cpu(run.case(name).result, "handled")
+        case = run.case(name)
+        handled = result.per_cpu(case.result, "handled")
+        # each online CPU calls the other one numipi times
+        numipi = case.param("numipi")
         assert {cpu: n for cpu, n in handled.items() if n} == \
-            {0: 100, 1: 100}, (name, handled)
-    tlb = run.case("possible_boot_tlb").result
-    assert tlb["param.targets"] == "1" and tlb["flushes"] == "50", tlb
-    slab = run.case("possible_boot_slab").result
+            {0: numipi, 1: numipi}, (name, handled)
+    case = run.case("possible_boot_tlb")
+    tlb = case.result
+    assert tlb["param.targets"] == "1", tlb
+    assert tlb["flushes"] == case.params["numflush"], tlb
+    case = run.case("possible_boot_slab")
+    slab = case.result
     assert (slab["remote.0.from"], slab["remote.1.from"]) == ("1", "0")
-    assert slab["remote.0.frees"] == slab["remote.1.frees"] == "200"
-    for name, reason in POSSIBLE_REFUSED.items():
+    # each CPU frees the other's numobj objects
+    assert slab["remote.0.frees"] == slab["remote.1.frees"] == \
+        case.params["numobj"]
+    for name, param in POSSIBLE_REFUSED.items():
         case = run.case(name)
         assert case.rc != 0 and not case.has_result, name
-        assert reason in case.dmesg, (name, case.dmesg)
+        cpu = case.params[param]
+        assert f"{param}={cpu}: CPU {cpu} is not online" in case.dmesg, \
+            (name, case.dmesg)
         assert_clean(case.dmesg)
 
 
@@ -200,15 +217,17 @@ def test_count_sent_is_refused_past_the_per_cpu_limit():
     for name in ("bigcpus_count_sent", "bigcpus_count_sent_tlb"):
         case = run.case(name)
         assert case.rc != 0 and not case.has_result, name
-        assert ("count_sent=1: 2048 possible CPUs need 32776 bytes of "
-                "counters per CPU") in case.dmesg, case.dmesg
+        assert (f"count_sent={case.params['count_sent']}: 2048 possible "
+                "CPUs need 32776 bytes of counters per CPU") in case.dmesg, \
+            case.dmesg
         assert "at most 2047 possible CPUs" in case.dmesg
         assert_clean(case.dmesg)
     case = run.case("bigcpus_storm")
     assert case.rc == 0, case.stderr
     res = case.result
     assert res["status"] == "done" and res["cpus_online"] == "0-1", res
-    assert result.per_cpu(res, "handled").get(1) == 100, res
+    assert result.per_cpu(res, "handled").get(target(case, res)) == \
+        case.param("numipi"), res
     assert_clean(case.dmesg)
 
 
