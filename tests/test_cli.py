@@ -28,10 +28,12 @@ BARE = ["env", "-i", "PATH=/usr/bin:/bin"]
 
 @pytest.fixture(scope="module")
 def bare_storm(tmp_path_factory):
-    """A copy of scripts/ with no .venv next to it."""
+    """A checkout's scripts/ and the data its help reads (the seeds' job
+    files and what they name), with no .venv next to them."""
     tmp = tmp_path_factory.mktemp("bare")
-    shutil.copytree(REPO / "scripts", tmp / "scripts",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for d in ("scripts", "seeds", "patches", "configs"):
+        shutil.copytree(REPO / d, tmp / d,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     return str(tmp / "scripts" / "storm")
 
 

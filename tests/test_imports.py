@@ -100,8 +100,8 @@ def test_the_graph_is_read():
     assert "analysis.verdict" in graph["report.compare"]
     assert "kernel.git" in graph["kernel.linux_source"]
     assert "machines.guest" in graph["machines"]
-    assert "common" in graph["seeds.s000"] or \
-        "seeds.common" in graph["seeds.s000"]
+    assert "seeds.common" in graph["seeds.s001"]
+    assert "seeds.answers" in graph["seeds.job"]
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
 
 

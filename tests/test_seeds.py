@@ -1,11 +1,13 @@
 """The seed commands' cheap parts: the patches apply to linux-source-6.1,
-every command has --help, refuses bad options and plans with --dry-run,
-the seed-format answers compute what they say, and storm vm's --numa
-makes the nodes asked for (in a small guest). The full runs are e2e:
+the job files load and a bad one is refused saying why, every command
+has --help, refuses bad options and plans with --dry-run, the
+seed-format answers compute what they say, and storm vm's --numa makes
+the nodes asked for (in a small guest). The full runs are e2e:
 docs/seeds.md has them, measured."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import pathlib
 import re
@@ -18,7 +20,7 @@ from conftest import REPO
 from stormsuite import seeds
 from stormsuite.kernel import linux_source
 from stormsuite.machines import vm
-from stormsuite.seeds import SEEDS, load, s000, s002, s004
+from stormsuite.seeds import SEEDS, answers, job, load
 
 STORM = REPO / "scripts" / "storm"
 PATCHES = sorted((REPO / "patches").glob("seed-*.patch"))
@@ -47,11 +49,65 @@ def source_files(tmp_path_factory) -> pathlib.Path:
 
 
 def test_every_seed_kernel_patch_exists():
-    named = {k.patch for nnn in SEEDS for k in getattr(load(nnn), "KERNELS",
-                                                       [])
-             if hasattr(k, "patch") and k.patch}
-    assert named <= {p.name for p in PATCHES}
-    assert len(named) == 4
+    jobs = [load(nnn) for nnn in job.jobs()]
+    named = {k.patch for j in jobs for k in j.kernels if k.patch}
+    assert named == {p.name for p in PATCHES}
+    # a job is named for its seed and for what it reproduces
+    assert sorted(job.jobs()) == ["000", "002", "004"]
+    for nnn, path in job.jobs().items():
+        assert load(nnn).seed == nnn
+        assert re.fullmatch(rf"{nnn}-[a-z0-9-]+\.toml", path.name)
+
+
+BASE_JOB = """seed = "9"
+title = "t"
+about = "a"
+storm = "ipistorm"
+params = "numipi=1"
+guest = { boots = 2, runs = 1 }
+compare = "first-against-rest"
+answer = { format = "lkp" }
+[[kernels]]
+name = "stock"
+"""
+
+
+@pytest.mark.parametrize("text,says", [
+    ("seed = [", "Invalid"),
+    ('seed = "9"\ntitle = "t"\n', "no about, storm"),
+    ("bogus = 1\n" + BASE_JOB, "unknown keys bogus"),
+    (BASE_JOB, "two kernels at least"),
+    (BASE_JOB.replace('"lkp"', '"csv"'), "format one of mmtests, lkp"),
+    (BASE_JOB.replace('"first-against-rest"', '"all"'),
+     "compare: one of first-against-rest"),
+    (BASE_JOB + '[[kernels]]\nname = "x"\npatch = "none.patch"\n',
+     "kernel x: no "),
+])
+def test_a_bad_job_file_is_refused_saying_why(tmp_path, text, says):
+    f = tmp_path / "9-x.toml"
+    f.write_text(text)
+    with pytest.raises(job.JobError, match=says):
+        job.load(f)
+    res = storm("seed", str(f), "--dry-run")
+    assert res.returncode == 2 and says in res.stderr, res.stderr
+
+
+def test_any_job_file_runs_as_a_seed_does(tmp_path):
+    """A job file of one's own: storm seed FILE takes it as it takes the
+    seeds' (its options, --dry-run), and a patch that is not there is
+    refused before anything is built."""
+    text = (REPO / "seeds" / "004-tif-notify-ipi.toml").read_text()
+    f = tmp_path / "mine.toml"
+    f.write_text(text.replace('seed = "004"', 'seed = "mine"'))
+    res = storm("seed", str(f), "--numipi", "500", "--dry-run")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("storm seed mine: kernels: stock, "
+                                 "004-revert")
+    assert "numipi=500 single=1" in res.stdout
+    f.write_text(text.replace("seed-004-ipi", "seed-999-ipi"))
+    res = storm("seed", str(f), "--dry-run")
+    assert res.returncode == 2 and "no " in res.stderr \
+        and "seed-999-ipi" in res.stderr
 
 
 @pytest.mark.parametrize("patch", PATCHES, ids=lambda p: p.name)
@@ -135,23 +191,34 @@ def doc(metric_means: dict[str, tuple[float, float]],
                         for m, (a, b) in metric_means.items()}}
 
 
+def measured(j: job.Job, docs: list[dict], sets=None) -> list[job.Measured]:
+    """Every variant of job J with these comparisons, in its pairs."""
+    return [job.Measured(v, sets or [], [
+        job.Comparison(j.kernels[b], j.kernels[c], d)
+        for (b, c), d in zip(j.pairs(), docs)]) for v in j.variants]
+
+
 def test_seed_004_answer_normalizes_runtime_to_stock():
-    args = type("A", (), {"numipi": 100000, "cpus": 17, "boots": 3,
-                          "runs": 3})()
+    j = load("004")
+    args = argparse.Namespace(**{"numipi": 100000, "cpus": 17, "boots": 3,
+                          "runs": 3})
     d = doc({"ipistorm.runtime_ns": (2.0e9, 1.62e9),
              "ipistorm.irq.CPU16.CAL": (12.0, 100000.0),
              "ipistorm.handled": (100000.0, 100000.0)})
-    text = s004.answer(args, [d, d], "accel tcg")
+    text = answers.mmtests(j, args, measured(j, [d]), "accel tcg")
     assert "1.00 [  0.00]" in text
     # 1.62 / 2.0 = 0.81, 19% better, as the seed prints it
     assert "0.81 [ 19.00]" in text
     assert re.search(r"stock 6.1 \+ revert .* 100000 +0 ", text)
     assert re.search(r"stock 6.1 +1.00 .* 12 +99988 ", text)
+    assert "  default idle (HLT):" in text and "  idle=poll:" in text
+    assert "tip + revert 0.81 [19.36]" in text
 
 
 def test_seed_000_answer_states_the_change_in_the_seeds_direction():
-    args = type("A", (), {"numipi": 5000, "cpus": 4, "boots": 3,
-                          "runs": 5})()
+    j = load("000")
+    args = argparse.Namespace(**{"numipi": 5000, "cpus": 4, "boots": 3,
+                          "runs": 5})
     d = doc({"interrupts.CAL:Function_call_interrupts": (45000.0, 15000.0),
              "ipistorm.ipis_sent": (45000.0, 15000.0),
              "ipistorm.runtime_ns": (1e9, 9e8)})
@@ -159,26 +226,34 @@ def test_seed_000_answer_states_the_change_in_the_seeds_direction():
     d["metrics"]["ipistorm.ipis_sent_per_call"] = {"changes": {"cand": {
         "pct": -66.7, "ci_low": -67.0, "ci_high": -66.4, "p": 1e-9,
         "significant": True}}}
-    text = s000.answer(args, {"0": [d, d], "1": [d, d]},
-                       "accel tcg")
+    text = answers.lkp(j, args, measured(j, [d, d]), "accel tcg")
     assert '"interrupts.CAL:Function_call_interrupts": 15000.0, \u219366.7%' \
         '  (ipis_per_call: ~)' in text
     assert '"ipistorm.ipis_sent": 15000.0, \u219366.7%  (ipis_sent_per_call: ' \
         '-66.7% [-67.0%, -66.4%] p=1e-09)' in text
     assert text.count("Base (seed-000-") == 4
+    assert text.count("This patch (stock 6.1, which has it):") == 4
+    assert "ipistorm numipi=5000 single=0 cpulist=0-3 latency=0 " \
+        "count_sent=1 wait=1" in text
 
 
 def test_seed_002_answer_in_the_seeds_form():
-    args = type("A", (), {"numcache": 10000, "cpus": 4, "boots": 2,
-                          "runs": 3})()
-    reverted = {"phase.create.irq.0.CAL": 10000.0,
-                "phase.create.CAL": 30000.0, "phase.destroy.CAL": 30000.0}
-    fixed = {"phase.create.irq.0.CAL": 1.0, "phase.create.CAL": 3.0,
-             "phase.destroy.CAL": 30000.0}
-    text = s002.answer(args, [reverted, fixed, fixed])
+    j = load("002")
+    args = argparse.Namespace(**{"numcache": 10000, "cpus": 4, "boots": 2,
+                          "runs": 3})
+
+    def series(create0, create, destroy):
+        return type("S", (), {"runs": [{"result": {
+            "phase.create.irq.0.CAL": str(create0),
+            "phase.create.CAL": str(create),
+            "phase.destroy.CAL": str(destroy)}}]})()
+    sets = [series(10000, 30000, 30000), series(1, 3, 30000),
+            series(1, 3, 30000)]
+    text = answers.loops(j, args, measured(j, [{}, {}], sets), "accel tcg")
     assert "10000 loops: +10000 ipis   (all CPUs +30000, 3.000 a cache; " \
         "destroy +30000)" in text
     assert "10000 loops: +1 ipis   (all CPUs +3, 0.000 a cache" in text
+    assert "SLAB, fix reverted (the seed's unpatched)" in text
 
 
 def test_seed_002_reads_the_create_phase_of_each_run():
@@ -187,9 +262,22 @@ def test_seed_002_reads_the_create_phase_of_each_run():
             {"result": {"phase.create.irq.0.CAL": "11", "phase.create.CAL":
                         "33", "phase.destroy.CAL": "30"}}]
     series = type("S", (), {"runs": runs})()
-    assert s002.phase_means(series) == {"phase.create.irq.0.CAL": 10.0,
-                                        "phase.create.CAL": 30.0,
-                                        "phase.destroy.CAL": 30.0}
+    assert answers.phase_means(series) == {"phase.create.irq.0.CAL": 10.0,
+                                           "phase.create.CAL": 30.0,
+                                           "phase.destroy.CAL": 30.0}
+
+
+def test_the_jobs_compare_as_their_seeds_read():
+    """004 and 002: stock (or the reverted kernel) first, against each
+    other; 000: each kernel without the fix against stock, last."""
+    assert load("004").pairs() == [(0, 1)]
+    assert load("002").pairs() == [(0, 1), (0, 2)]
+    assert load("000").pairs() == [(0, 2), (1, 2)]
+    j = load("000")
+    args = argparse.Namespace(**{"numipi": 7, "cpus": 6})
+    assert j.storm_params(args, j.variants[0]) == [
+        "numipi=7", "single=0", "cpulist=0-5", "latency=0", "count_sent=1",
+        "wait=0"]
 
 
 def test_answers_are_never_overwritten(tmp_path):
@@ -203,8 +291,8 @@ def test_answers_are_never_overwritten(tmp_path):
 
 def test_seed_001_places_storms_by_node_and_compares_like_with_like():
     from stormsuite.seeds import s001
-    args = type("A", (), {"cpus": 8, "nodes": "1,2,4", "numflush": 300,
-                          "numipi": 2000, "boots": 2, "runs": 3})()
+    args = argparse.Namespace(**{"cpus": 8, "nodes": "1,2,4", "numflush": 300,
+                          "numipi": 2000, "boots": 2, "runs": 3})
     runs4 = s001.runs_of(args, 4)
     # node 0 to node B: the last 8/4-1 CPUs of B, the same count for all B
     assert [p[2][2] for p in runs4 if p[1] == "tlbstorm"][:4] == [
@@ -270,7 +358,7 @@ def test_built_holds_the_source_lock_over_the_boots(monkeypatch):
                         lambda kernels, who: {k.name: k.name
                                               for k in kernels})
     clock = common.Clock()
-    with common.built([common.STOCK], "storm seed 999", clock) as outs:
+    with common.built([common.Kernel("stock")], "storm seed 999", clock) as outs:
         assert outs == {"stock": "stock"}
         assert held == ["storm seed 999"]
         assert [w for w, _ in clock.parts] == ["builds"]

@@ -131,7 +131,7 @@ def parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
     if name == "lkp" and what == "install":
         return module.parser(what), words[2:]
     if name == "seed":
-        if what not in module.SEEDS:
+        if what not in module.SEEDS and not what.endswith(".toml"):
             raise ValueError(f"storm seed {what!r}: no such seed")
         return module.parser(what), words[2:]
     return module.parser(), words[1:]

@@ -1,46 +1,78 @@
 """storm seed NNN: one seed's measurement, reproduced in one command.
 
-The seeds (docs/seeds.md) are the patches whose
-authors hand-built what this suite measures. Each command builds the
-kernels it needs from Debian's linux-source-6.1 (patches/seed-NNN-*),
-boots them, runs the seed's storm, compares and prints the answer in
-the seed's format, keeping run files and answers under seeds/NNN/ in
-the results directory ($STORM_RESULTS or results/).
+The seeds (docs/seeds.md) are the patches whose authors hand-built what
+this suite measures. A seed is a job file, seeds/NNN-<what it
+reproduces>.toml (job.py): the kernels it builds from Debian's
+linux-source-6.1 (patches/seed-NNN-*), the storm, the variants, the
+comparisons and the answer's format (answers.py); or, where its design
+is not a matrix of kernels, a program (s001.py, s003.py). Each boots,
+runs the seed's storm, compares and prints the answer in the seed's
+format, keeping run files and answers under seeds/NNN/ in the results
+directory ($STORM_RESULTS or results/).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import pathlib
 import sys
+import types
 
-SEEDS = {
-    "000": "s000",
-    "001": "s001",
-    "002": "s002",
-    "003": "s003",
-    "004": "s004",
-}
+from . import job
+
+# The seeds whose design is a program of its own: guests of several sizes
+# (003), every NUMA node pair in one boot (001). The others are job files
+# (seeds/*.toml), run by job.py.
+PROGRAMS = {"001": "s001", "003": "s003"}
 
 
-def load(nnn: str):
-    return importlib.import_module(f".{SEEDS[nnn]}", __name__)
+class Program:
+    """A seed program (sNNN.py) with the interface of a job."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self.module = module
+        self.title = module.TITLE
+        self.about = module.__doc__
+        self.add_arguments = module.add_arguments
+        self.check = module.check
+        self.plan = module.plan
+        self.work = module.work
+        self.run = module.run
+
+
+def seeds() -> dict[str, pathlib.Path | str]:
+    """NNN -> its job file, or its program's module name."""
+    return dict(sorted({**job.jobs(), **PROGRAMS}.items()))
+
+
+SEEDS = seeds()
+
+
+def load(nnn: str) -> job.Job | Program:
+    """Seed NNN, or the job file at path NNN."""
+    where = SEEDS.get(nnn)
+    if where is None and nnn.endswith(".toml"):
+        where = pathlib.Path(nnn)
+    if isinstance(where, pathlib.Path):
+        return job.load(where)
+    return Program(importlib.import_module(f".{where}", __name__))
 
 
 def listing() -> str:
     lines = ["seeds:"]
-    for nnn in SEEDS:
-        try:
-            lines.append(f"  {nnn}  {load(nnn).TITLE}")
-        except ImportError:
-            continue
+    for nnn, where in SEEDS.items():
+        what = where.name if isinstance(where, pathlib.Path) \
+            else f"{where}.py"
+        lines.append(f"  {nnn}  {load(nnn).title} ({what})")
     return "\n".join(lines)
 
 
-def parser(nnn: str) -> argparse.ArgumentParser:
-    seed = load(nnn)
+def parser(nnn: str, seed: job.Job | Program | None = None
+           ) -> argparse.ArgumentParser:
+    seed = seed or load(nnn)
     p = argparse.ArgumentParser(prog=f"storm seed {nnn}",
-                                description=seed.__doc__,
+                                description=seed.about,
                                 formatter_class=argparse.
                                 RawDescriptionHelpFormatter)
     seed.add_arguments(p)
@@ -75,20 +107,28 @@ def estimate(seed, args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str]) -> int:
-    usage = ("usage: storm seed NNN [--help] [options]\n\n"
+    usage = ("usage: storm seed NNN|JOB.toml [--help] [options]\n\n"
              "Reproduce a seed's measurement: build its kernels from "
              "linux-source-6.1, boot, run, compare, and print the answer in "
-             "the seed's terms (docs/seeds.md).\n\n")
+             "the seed's terms (docs/seeds.md). A seed is a job file, "
+             "seeds/NNN-*.toml, or a program where its design needs one; "
+             "any job file of that form runs the same way.\n\n")
     if not argv or argv[0] in ("-h", "--help"):
         print(usage + listing())
         return 0
     nnn = argv[0]
-    if nnn not in SEEDS:
+    if nnn not in SEEDS and not nnn.endswith(".toml"):
         print(f"storm seed: no seed {nnn!r}\n\n{listing()}", file=sys.stderr)
         return 2
-    seed = load(nnn)
+    try:
+        seed = load(nnn)
+    except job.JobError as e:
+        print(f"storm seed: {e}", file=sys.stderr)
+        return 2
+    if isinstance(seed, job.Job):
+        nnn = seed.seed
     who = f"storm seed {nnn}"
-    p = parser(nnn)
+    p = parser(nnn, seed)
     args = p.parse_args(argv[1:])
     from ..designs import options
     options.check_guest_options(p, args)

@@ -49,9 +49,6 @@ class Kernel:
         return f"-seed-{self.name}"
 
 
-STOCK = Kernel("stock")
-
-
 class Clock:
     """Where a seed command's time went, for its last line."""
 
@@ -214,14 +211,6 @@ def write_json(results: pathlib.Path, answer: pathlib.Path,
     path = answer.with_suffix(".json")
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return path
-
-
-def sides(kernels: list[Kernel], outs: dict[str, pathlib.Path],
-          append: str = "") -> list[matrix.Side]:
-    """One matrix side per built kernel, labelled by its release."""
-    return [matrix.Side(str(outs[k.name]), append,
-                        matrix.label_for(release(outs[k.name]), append))
-            for k in kernels]
 
 
 def finish(who: str, nnn: str, results: pathlib.Path, text: str,
