@@ -51,9 +51,11 @@ def source_files(tmp_path_factory) -> pathlib.Path:
 def test_every_seed_kernel_patch_exists():
     jobs = [load(nnn) for nnn in job.jobs()]
     named = {k.patch for j in jobs for k in j.kernels if k.patch}
+    assert {k.stock for j in jobs for k in j.kernels} == {None, "6.1",
+                                                            "6.12"}
     assert named == {p.name for p in PATCHES}
     # a job is named for its seed and for what it reproduces
-    assert sorted(job.jobs()) == ["000", "002", "004"]
+    assert sorted(job.jobs()) == ["000", "002", "003", "004"]
     for nnn, path in job.jobs().items():
         assert load(nnn).seed == nnn
         assert re.fullmatch(rf"{nnn}-[a-z0-9-]+\.toml", path.name)
@@ -193,7 +195,7 @@ def doc(metric_means: dict[str, tuple[float, float]],
 
 def measured(j: job.Job, docs: list[dict], sets=None) -> list[job.Measured]:
     """Every variant of job J with these comparisons, in its pairs."""
-    return [job.Measured(v, sets or [], [
+    return [job.Measured(v, j.kernels, sets or [], [
         job.Comparison(j.kernels[b], j.kernels[c], d)
         for (b, c), d in zip(j.pairs(), docs)]) for v in j.variants]
 
@@ -205,7 +207,7 @@ def test_seed_004_answer_normalizes_runtime_to_stock():
     d = doc({"ipistorm.runtime_ns": (2.0e9, 1.62e9),
              "ipistorm.irq.CPU16.CAL": (12.0, 100000.0),
              "ipistorm.handled": (100000.0, 100000.0)})
-    text = answers.mmtests(j, args, measured(j, [d]), "accel tcg")
+    text = answers.mmtests(j, args, measured(j, [d]), "accel tcg").text
     assert "1.00 [  0.00]" in text
     # 1.62 / 2.0 = 0.81, 19% better, as the seed prints it
     assert "0.81 [ 19.00]" in text
@@ -226,7 +228,7 @@ def test_seed_000_answer_states_the_change_in_the_seeds_direction():
     d["metrics"]["ipistorm.ipis_sent_per_call"] = {"changes": {"cand": {
         "pct": -66.7, "ci_low": -67.0, "ci_high": -66.4, "p": 1e-9,
         "significant": True}}}
-    text = answers.lkp(j, args, measured(j, [d, d]), "accel tcg")
+    text = answers.lkp(j, args, measured(j, [d, d]), "accel tcg").text
     assert '"interrupts.CAL:Function_call_interrupts": 15000.0, \u219366.7%' \
         '  (ipis_per_call: ~)' in text
     assert '"ipistorm.ipis_sent": 15000.0, \u219366.7%  (ipis_sent_per_call: ' \
@@ -249,7 +251,8 @@ def test_seed_002_answer_in_the_seeds_form():
             "phase.destroy.CAL": str(destroy)}}]})()
     sets = [series(10000, 30000, 30000), series(1, 3, 30000),
             series(1, 3, 30000)]
-    text = answers.loops(j, args, measured(j, [{}, {}], sets), "accel tcg")
+    text = answers.loops(j, args, measured(j, [{}, {}], sets),
+                         "accel tcg").text
     assert "10000 loops: +10000 ipis   (all CPUs +30000, 3.000 a cache; " \
         "destroy +30000)" in text
     assert "10000 loops: +1 ipis   (all CPUs +3, 0.000 a cache" in text
@@ -273,6 +276,7 @@ def test_the_jobs_compare_as_their_seeds_read():
     assert load("004").pairs() == [(0, 1)]
     assert load("002").pairs() == [(0, 1), (0, 2)]
     assert load("000").pairs() == [(0, 2), (1, 2)]
+    assert load("003").pairs() == []
     j = load("000")
     args = argparse.Namespace(**{"numipi": 7, "cpus": 6})
     assert j.storm_params(args, j.variants[0]) == [
@@ -373,3 +377,36 @@ def test_at_least_names_the_option_and_why():
     with pytest.raises(SystemExit):
         common.at_least(p, args, "three CPUs", cpus=3)
     common.at_least(p, args, cpus=2, numipi=1)
+
+
+def test_seed_003_answers_by_size_from_each_runs_histogram(tmp_path):
+    """Per kernel and size: the boots' mean of the runs' means, and the
+    p99 and max of every broadcast timed, merged over runs; a plot."""
+    j = load("003")
+    args = argparse.Namespace(numipi=2000, boots=2, runs=1,
+                              sizes="4,16", kernel=[])
+
+    def run(mean_ns, max_ns):
+        return {"result": {"latency.mean_ns": str(mean_ns),
+                           "latency.min_ns": "1000",
+                           "latency.max_ns": str(max_ns),
+                           "latency.count": "10",
+                           "latency.hist": f"1024:9 {max_ns}:1"},
+                "env": {"seconds_since_boot": "20"}}
+
+    def series(*boots):
+        return type("S", (), {"boots": [[run(*b)] for b in boots],
+                              "runs": [run(*b) for b in boots]})()
+    sets4 = [series((2000, 8192), (4000, 8192)),
+             series((3000, 16384), (3000, 16384))]
+    sets16 = [series((9000, 65536), (11000, 65536)),
+              series((9000, 32768), (9000, 32768))]
+    ms = [job.Measured(v, j.kernels, sets, [])
+          for v, sets in zip(j.variants_for(args), (sets4, sets16))]
+    answer = answers.broadcast(j, args, ms, "accel tcg")
+    assert re.search(r"6.1 +4 +3.0us +\(47.1%\)", answer.text), answer.text
+    assert re.search(r"6.12 +16 +9.0us +\(0.0%\) .* 32.8us ", answer.text)
+    assert [(c["kernel"], c["cpus"]) for c in answer.data["cells"]] == [
+        ("6.1", 4), ("6.12", 4), ("6.1", 16), ("6.12", 16)]
+    png = answer.plot(tmp_path / "a.png")
+    assert png.stat().st_size > 1000

@@ -5,7 +5,7 @@ this suite measures. A seed is a job file, seeds/NNN-<what it
 reproduces>.toml (job.py): the kernels it builds from Debian's
 linux-source-6.1 (patches/seed-NNN-*), the storm, the variants, the
 comparisons and the answer's format (answers.py); or, where its design
-is not a matrix of kernels, a program (s001.py, s003.py). Each boots,
+is not a matrix of kernels and variants, a program (s001.py). Each boots,
 runs the seed's storm, compares and prints the answer in the seed's
 format, keeping run files and answers under seeds/NNN/ in the results
 directory ($STORM_RESULTS or results/).
@@ -21,10 +21,9 @@ import types
 
 from . import job
 
-# The seeds whose design is a program of its own: guests of several sizes
-# (003), every NUMA node pair in one boot (001). The others are job files
-# (seeds/*.toml), run by job.py.
-PROGRAMS = {"001": "s001", "003": "s003"}
+# The seed whose design is a program of its own: every NUMA node pair in
+# one boot (001). The others are job files (seeds/*.toml), run by job.py.
+PROGRAMS = {"001": "s001"}
 
 
 class Program:

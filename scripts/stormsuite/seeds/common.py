@@ -35,6 +35,7 @@ class Kernel:
     name: str                           # seed-<name>: directory, release
     patch: str | None = None            # under patches/
     config: tuple[str, ...] = ()        # fragments under configs/
+    stock: str | None = None            # a kernel storm vm knows: not built
 
     @property
     def patch_path(self) -> pathlib.Path | None:
