@@ -29,7 +29,6 @@ from stormsuite.runfiles import interrupts, result
 # while it is in a long interrupts-off section still counts, so only a
 # CPU offline or wedged falls short.
 TOLERANCE = 0.95
-TICK_NS = 10**7         # a scheduler tick at HZ=100, the coarsest
 STRAY = 0.05            # at most this share where no storm should land
 CEILING = 33            # the kernel's default tlb_single_page_flush_ceiling
 
@@ -55,12 +54,19 @@ def ok(case) -> dict[str, str]:
     assert per_thread(res, "flusher")
     for cpu, f in per_thread(res, "flusher").items():
         assert f["errors"] == "0", (cpu, f)
-    for cpu, w in per_thread(res, "worker").items():
+    workers = per_thread(res, "worker")
+    if workers:
+        # the span oncpu_ns is read across holds the storm, and the main
+        # thread's wakeup after it (under TCG, up to a tenth of a second)
+        window = int(res["worker.oncpu_window_ns"])
+        assert window >= int(res["runtime_ns"]), window
+    for cpu, w in workers.items():
         assert w["errors"] == "0", (cpu, w)
-        # its time on the CPU during the storm, as the scheduler had it
-        # (up to date at a tick or a switch): at most the storm's time
-        runtime = int(res["runtime_ns"])
-        assert 0 < int(w["oncpu_ns"]) <= 1.05 * runtime + 2 * TICK_NS, w
+        # its time on the CPU, as the scheduler had it (up to date at a
+        # tick or a switch, each read up to a tick stale): at most the
+        # span it was read across
+        resolution = int(res["worker.oncpu_resolution_ns"])
+        assert 0 < int(w["oncpu_ns"]) <= window + resolution, w
     return res
 
 

@@ -200,6 +200,13 @@ static struct storm_ctl ctl;
 static struct storm_irqs *irqs_before, *irqs_after, *irqs_acc;
 static struct storm_hist *hist_total;
 static const char *no_check;		/* why the flush check does not apply */
+/*
+ * The span the workers' oncpu_ns were read across: from before the first
+ * start was read to after the last end was. It holds the storm's runtime
+ * and the main thread's wakeup after it, which a worker may spend on its
+ * CPU too.
+ */
+static u64 oncpu_window_start_ns, oncpu_window_ns;
 static bool failed;
 
 static void tlbstorm_worker_ready(void)
@@ -727,6 +734,8 @@ static int tlbstorm_result_show(struct seq_file *m, void *v)
 		/* oncpu_ns is up to date at ticks and switches only */
 		seq_printf(m, "worker.oncpu_resolution_ns: %lu\n",
 			   (unsigned long)(2 * TICK_NSEC));
+		seq_printf(m, "worker.oncpu_window_ns: %llu\n",
+			   oncpu_window_ns);
 	}
 	if (latency)
 		storm_hist_show(m, "latency", hist_total);
@@ -798,6 +807,8 @@ static void tlbstorm_workers_oncpu(bool storm_over)
 
 	if (storm_mode != TLBSTORM_USER)
 		return;
+	if (!storm_over)
+		oncpu_window_start_ns = ktime_get_ns();
 	for_each_cpu(cpu, target_mask) {
 		struct tlbstorm_worker *w = per_cpu_ptr(workers, cpu);
 		u64 now = tlbstorm_worker_runtime(w);
@@ -807,6 +818,8 @@ static void tlbstorm_workers_oncpu(bool storm_over)
 		else
 			w->oncpu_start_ns = now;
 	}
+	if (storm_over)
+		oncpu_window_ns = ktime_get_ns() - oncpu_window_start_ns;
 }
 
 /*
