@@ -7,12 +7,15 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import functools
+import importlib.machinery
+import importlib.util
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
 import threading
+import types
 import typing
 import warnings
 
@@ -397,6 +400,21 @@ def assert_refused(case: Case, reason: str,
 # include/storm.c's parameters for how a storm is observed and checked:
 # their results are keys of their own (pmu.*, sent.*, the check's lines)
 OBSERVING = {"pmu", "count_sent", "inject_miscount"}
+
+
+@functools.lru_cache(maxsize=None)
+def script_module(relpath: str) -> types.ModuleType:
+    """A script of the suite's (tests/e2e/time-design, tests/guest/fuzz.py)
+    loaded as a module, for its functions' unit tests."""
+    path = REPO / relpath
+    name = path.name.replace("-", "_").removesuffix(".py")
+    loader = importlib.machinery.SourceFileLoader(name, str(path))
+    mod = importlib.util.module_from_spec(
+        importlib.util.spec_from_loader(name, loader))
+    # its dataclasses look their module up while it loads
+    sys.modules[name] = mod
+    loader.exec_module(mod)
+    return mod
 
 
 @functools.lru_cache(maxsize=None)

@@ -6,29 +6,18 @@ with the plant and nothing else."""
 
 from __future__ import annotations
 
-import functools
-import importlib.machinery
-import importlib.util
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import script_module
 
 QUEUE = "\t__smp_call_single_queue(cpu, &csd->node.llist);\n"
 
 
-@functools.lru_cache(maxsize=None)
 def bisect_range():
-    path = REPO / "tests" / "e2e" / "bisect-range"
-    loader = importlib.machinery.SourceFileLoader("bisect_range", str(path))
-    spec = importlib.util.spec_from_loader("bisect_range", loader)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bisect_range"] = mod
-    loader.exec_module(mod)
-    return mod
+    return script_module("tests/e2e/bisect-range")
 
 
 def git(tree: pathlib.Path, *args: str) -> str:

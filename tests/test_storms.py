@@ -5,23 +5,18 @@ made from them."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, script_module
 from stormsuite import storms
 from stormsuite.lkp import modparams
 from stormsuite.runfiles import metrics
 
 
 def fuzz_module():
-    spec = importlib.util.spec_from_file_location(
-        "fuzz", REPO / "tests" / "guest" / "fuzz.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("tests/guest/fuzz.py")
 
 
 def test_every_module_in_the_tree_is_registered():

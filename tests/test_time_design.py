@@ -4,27 +4,15 @@ every whole block, and pair the blocks as its help says."""
 
 from __future__ import annotations
 
-import functools
-import importlib.machinery
-import importlib.util
 import itertools
-import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import script_module
 
 
-@functools.lru_cache(maxsize=None)
 def time_design():
-    path = REPO / "tests" / "e2e" / "time-design"
-    loader = importlib.machinery.SourceFileLoader("time_design", str(path))
-    spec = importlib.util.spec_from_loader("time_design", loader)
-    mod = importlib.util.module_from_spec(spec)
-    # its dataclasses look their module up while it loads
-    sys.modules["time_design"] = mod
-    loader.exec_module(mod)
-    return mod
+    return script_module("tests/e2e/time-design")
 
 
 @pytest.mark.parametrize("sizes,boots", [([48, 48], 12), ([48, 48], 9),
