@@ -140,6 +140,9 @@ def test_each_seed_help_and_dry_run(nnn):
 
 @pytest.mark.parametrize("args,says", [
     (["999"], "no seed"),
+    (["/nonexistent/job.toml"], "No such file"),
+    (["003", "--kernel", "9.99"], "no Debian 9.99 kernel"),
+    (["003", "--cpus", "8"], "guests are sized by --sizes"),
     (["004", "--cpus", "16"], "at least 17"),
     (["004", "--boots", "1"], "--boots"),
     (["003", "--sizes", "1,4"], "between 2"),

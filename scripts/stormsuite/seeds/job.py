@@ -133,55 +133,61 @@ class Job:
                 p.add_argument(f"--{name}", type=type(o["default"]),
                                default=o["default"], help=o["help"])
 
+    def option(self, role: str) -> str | None:
+        """The option that makes the variants ("variants") or names the
+        kernels ("kernels"), if the job has one."""
+        return next((n for n, o in self.options.items() if o.get(role)),
+                    None)
+
     def check(self, p: argparse.ArgumentParser,
               args: argparse.Namespace) -> None:
+        sizing = self.option("variants")
         if "cpus" not in self.guest and args.cpus is not None:
-            sizing = next((f"--{n}" for n, o in self.options.items()
-                           if o.get("variants") == "cpus"), "its variants")
+            by = f"--{sizing}" if sizing else "its variants"
             p.error(f"--cpus {args.cpus}: seed {self.seed}'s guests are "
-                    f"sized by {sizing} ({sizing} {args.cpus}: guests of "
+                    f"sized by {by} ({by} {args.cpus}: guests of "
                     f"{args.cpus} vCPUs only)")
         for name, rule in self.least.items():
             common.at_least(p, args, rule.get("why", ""),
                             **{name: rule["value"]})
-        for name, o in self.options.items():
-            if o.get("variants"):
-                try:
-                    self.variants_for(args)
-                except ValueError:
-                    p.error(f"--{name} {getattr(args, name)}: vCPU counts, "
-                            f"e.g. {o['default']}")
+        if sizing:
+            o = self.options[sizing]
+            try:
                 sizes = [v.cpus for v in self.variants_for(args)]
-                if not sizes or min(sizes) < o["least"] \
-                        or max(sizes) > o["most"]:
-                    p.error(f"--{name}: every size between {o['least']} "
-                            f"and {o['most']} vCPUs")
-            elif o.get("kernels"):
-                from ..kernel import kernels
-                for spec in getattr(args, name):
-                    try:
-                        kernels.resolve(spec)
-                    except kernels.KernelNotFound as e:
-                        p.error(str(e))
-            elif "least" in o:
+            except ValueError:
+                p.error(f"--{sizing} {getattr(args, sizing)}: vCPU counts, "
+                        f"e.g. {o['default']}")
+            if not sizes or min(sizes) < o["least"] or \
+                    max(sizes) > o["most"]:
+                p.error(f"--{sizing}: every size between {o['least']} and "
+                        f"{o['most']} vCPUs")
+        if self.option("kernels"):
+            from ..kernel import kernels
+            for spec in getattr(args, self.option("kernels")):
+                try:
+                    kernels.resolve(spec)
+                except kernels.KernelNotFound as e:
+                    p.error(str(e))
+        for name, o in self.options.items():
+            if "least" in o and name != sizing:
                 common.at_least(p, args, **{name: o["least"]})
 
     def variants_for(self, args: argparse.Namespace) -> list[Variant]:
-        """The job's variants, or one per value of the option that makes
-        them (ValueError: not numbers)."""
-        for name, o in self.options.items():
-            if o.get("variants") == "cpus":
-                return [Variant(f"{n} vCPUs", cpus=n) for n in
-                        (int(x) for x in str(getattr(args, name)).split(",")
-                         if x.strip())]
-        return self.variants
+        """The job's variants, or one per vCPU count of the option that
+        makes them (ValueError: not numbers)."""
+        sizing = self.option("variants")
+        if not sizing:
+            return self.variants
+        return [Variant(f"{n} vCPUs", cpus=n) for n in
+                (int(x) for x in str(getattr(args, sizing)).split(",")
+                 if x.strip())]
 
     def kernels_for(self, args: argparse.Namespace) -> list[common.Kernel]:
         """The job's kernels, or the stock ones an option names."""
-        for name, o in self.options.items():
-            if o.get("kernels") and getattr(args, name):
-                return [common.Kernel(spec, stock=spec)
-                        for spec in getattr(args, name)]
+        named = self.option("kernels")
+        if named and getattr(args, named):
+            return [common.Kernel(spec, stock=spec)
+                    for spec in getattr(args, named)]
         return self.kernels
 
     def storm_params(self, args: argparse.Namespace,
